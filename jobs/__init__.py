@@ -1,0 +1,1 @@
+"""Scheduled jobs (promote, decay, expire, purge, reindex) and the scheduler process."""

@@ -1,0 +1,1 @@
+"""Request and response models shared by service/ and jobs/."""

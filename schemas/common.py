@@ -1,0 +1,79 @@
+"""Field types shared by every schema: identifiers, safe text, checked JSON values."""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel as _PydanticBase
+
+# PostgreSQL text cannot hold NUL, and lone surrogates cannot be encoded as UTF-8: both would fail deep
+# in the driver, so they are rejected at the edge with a clear message.
+_BAD_CHARS = re.compile("[\x00\ud800-\udfff]")
+MAX_JSON_DEPTH = 32
+
+ID_PATTERN = r"^[A-Za-z0-9._:@-]+$"
+KEY_PATTERN = r"^[A-Za-z0-9._:/@-]+$"
+
+
+def check_text(value: str) -> str:
+    match = _BAD_CHARS.search(value)
+    if match:
+        what = "NUL bytes" if match.group() == "\x00" else "unpaired surrogate code points"
+        raise ValueError(f"text must not contain {what}")
+    return value
+
+
+def check_nonblank(value: str) -> str:
+    if not value.strip():
+        raise ValueError("must contain non-whitespace text")
+    return value
+
+
+def check_json(value: Any, _depth: int = 0) -> Any:
+    """A JSON value PostgreSQL's jsonb can store: finite numbers, no NUL, bounded nesting."""
+    if _depth > MAX_JSON_DEPTH:
+        raise ValueError(f"JSON nested deeper than {MAX_JSON_DEPTH} levels")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError("JSON numbers must be finite (no NaN or Infinity)")
+    if isinstance(value, str):
+        check_text(value)
+    elif isinstance(value, list):
+        for v in value:
+            check_json(v, _depth + 1)
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            check_text(str(k))
+            check_json(v, _depth + 1)
+    return value
+
+
+SafeText = Annotated[str, AfterValidator(check_text)]
+Identifier = Annotated[str, StringConstraints(min_length=1, max_length=128, pattern=ID_PATTERN)]
+SlotKey = Annotated[str, StringConstraints(min_length=1, max_length=200, pattern=KEY_PATTERN)]
+Domain = Annotated[str, StringConstraints(min_length=1, max_length=64, pattern=ID_PATTERN)]
+JsonValue = Annotated[Any, AfterValidator(check_json)]
+Confidence = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)]
+
+
+class StrictModel(_PydanticBase):
+    """Request bodies: unknown fields are an error (a typo must not be silently ignored)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class ReadModel(_PydanticBase):
+    model_config = ConfigDict(from_attributes=True)
+
+
+class Problem(_PydanticBase):
+    """RFC 9457 problem details, as every error is returned."""
+
+    type: str
+    title: str
+    status: int
+    detail: str
+    instance: str | None = None
+    model_config = ConfigDict(extra="allow")

@@ -1,0 +1,1 @@
+"""ctxmem service: FastAPI app, settings, database and per-domain packages."""

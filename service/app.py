@@ -1,0 +1,80 @@
+"""The app factory: builds the engine, tokenizer and metrics once per process in ``lifespan``."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+
+from fastapi import FastAPI
+from prometheus_client import CollectorRegistry
+from prometheus_fastapi_instrumentator import Instrumentator
+
+from service.clock import Clock
+from service.db import migrate
+from service.db.embedded import resolve_database_url
+from service.db.engine import Database, create_database
+from service.errors import install_error_handlers
+from service.health.endpoints import router as health_router
+from service.items.endpoints import router as items_router
+from service.limits import BodySizeLimit
+from service.settings import Settings, get_settings
+from service.tokenizer import build_tokenizer
+from service.users.endpoints import router as users_router
+
+log = logging.getLogger("ctxmem")
+
+API_DESCRIPTION = """
+ctxmem keeps typed facts, constraints and profiles about the users of LLM agents and assembles the
+context for each model call. Authenticate with `Authorization: Bearer <key>` (create one with
+`ctxmem keys create --tenant T --role agent`). Every error is `application/problem+json` (RFC 9457).
+"""
+
+
+def create_app(
+    settings: Settings | None = None, *, database: Database | None = None, clock: Clock | None = None
+) -> FastAPI:
+    """``database`` lets tests and the CLI hand over an engine they already built (it is then not
+    disposed here); otherwise one is built from settings (embedded PostgreSQL when no URL is set)."""
+    settings = settings or get_settings()
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        db = database
+        if db is None:
+            url, server = await resolve_database_url(settings)
+            db = create_database(url, settings, embedded=server)
+            if settings.auto_migrate:
+                await migrate.upgrade(db.engine)
+        app.state.db = db
+        try:
+            yield
+        finally:
+            if database is None:
+                await db.dispose()
+
+    app = FastAPI(
+        title="ctxmem",
+        version="0.1.0",
+        description=API_DESCRIPTION,
+        lifespan=lifespan,
+    )
+    app.state.settings = settings
+    app.state.clock = clock or Clock()
+    app.state.tokenizer = build_tokenizer(settings.tokenizer, cache_dir=settings.resolved_tokenizer_cache_dir)
+    app.state.migration_head = migrate.head_revision()
+    app.state.migration_revisions = migrate.known_revisions()
+    install_error_handlers(app)
+    app.include_router(health_router)
+    app.include_router(items_router)
+    app.include_router(users_router)
+    registry = CollectorRegistry(auto_describe=True)
+    Instrumentator(
+        registry=registry,
+        excluded_handlers=["/metrics"],
+        should_group_status_codes=False,
+    ).instrument(app, latency_lowr_buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0)).expose(
+        app, endpoint="/metrics", include_in_schema=False
+    )
+    app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
+    return app

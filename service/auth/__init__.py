@@ -1,0 +1,1 @@
+"""API keys, roles and the principal behind each request."""

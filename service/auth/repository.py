@@ -1,0 +1,42 @@
+"""SQL for tenants and API keys."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+
+from sqlalchemy import select
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from service.db.models import ApiKey, Tenant
+
+
+async def ensure_tenant(session: AsyncSession, tenant_id: str, now: datetime) -> bool:
+    """Create the tenant if missing; True when it was created."""
+    stmt = insert(Tenant).values(id=tenant_id, created_at=now).on_conflict_do_nothing().returning(Tenant.id)
+    return (await session.execute(stmt)).scalar_one_or_none() is not None
+
+
+async def insert_key(session: AsyncSession, key: ApiKey) -> None:
+    session.add(key)
+    await session.flush()
+
+
+async def key_by_hash(session: AsyncSession, secret_hash: str) -> ApiKey | None:
+    stmt = select(ApiKey).where(ApiKey.secret_hash == secret_hash, ApiKey.revoked_at.is_(None))  # type: ignore[union-attr]
+    return (await session.execute(stmt)).scalar_one_or_none()
+
+
+async def list_keys(session: AsyncSession, tenant_id: str) -> list[ApiKey]:
+    stmt = select(ApiKey).where(ApiKey.tenant_id == tenant_id).order_by(ApiKey.created_at)
+    return list((await session.execute(stmt)).scalars())
+
+
+async def revoke_key(session: AsyncSession, tenant_id: str, key_id: uuid.UUID, now: datetime) -> ApiKey | None:
+    stmt = select(ApiKey).where(ApiKey.tenant_id == tenant_id, ApiKey.id == key_id).with_for_update()
+    key = (await session.execute(stmt)).scalar_one_or_none()
+    if key is not None and key.revoked_at is None:
+        key.revoked_at = now
+        await session.flush()
+    return key

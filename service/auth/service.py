@@ -1,0 +1,135 @@
+"""Key issuing and checking, and what each role may do (DESIGN §4)."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from enum import Enum
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from service.auth import repository
+from service.db.models import ApiKey
+from service.errors import Forbidden, Unauthorized, ValidationFailed
+from service.events import record_event
+from service.ids import uuid7
+
+KEY_PREFIX = "cmk_"
+TENANT_PATTERN_MAX = 128
+
+
+class Permission(str, Enum):
+    ITEMS_WRITE = "items:write"
+    ITEMS_READ = "items:read"
+    WRITE_SYSTEM_AUTHORITY = "items:write-system"
+    USERS_EXPORT = "users:export"
+    USERS_ERASE = "users:erase"
+    KEYS_MANAGE = "keys:manage"
+
+
+# agent: items, observations, windows. operator: reads everything in its tenant. admin: everything,
+# including keys, erasure, jobs and writing system-authority rules.
+ROLE_PERMISSIONS: dict[str, frozenset[Permission]] = {
+    "agent": frozenset({Permission.ITEMS_WRITE, Permission.ITEMS_READ}),
+    "operator": frozenset({Permission.ITEMS_READ, Permission.USERS_EXPORT}),
+    "admin": frozenset(Permission),
+}
+
+
+@dataclass(frozen=True)
+class Principal:
+    tenant_id: str
+    key_id: uuid.UUID
+    role: str
+
+    @property
+    def actor(self) -> str:
+        return f"key:{self.key_id}"
+
+    def can(self, permission: Permission) -> bool:
+        return permission in ROLE_PERMISSIONS[self.role]
+
+    def require(self, permission: Permission) -> None:
+        if not self.can(permission):
+            raise Forbidden(f"role {self.role!r} does not allow {permission.value}")
+
+
+def hash_secret(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class IssuedKey:
+    id: uuid.UUID
+    tenant_id: str
+    role: str
+    secret: str
+    created_at: datetime
+
+
+async def create_key(
+    session: AsyncSession, *, tenant_id: str, role: str, name: str | None, now: datetime, actor: str
+) -> IssuedKey:
+    """Create a key (and its tenant on first use). The secret is returned once and never stored."""
+    import re
+
+    if not re.fullmatch(r"[A-Za-z0-9._:@-]{1,128}", tenant_id):
+        raise ValidationFailed("tenant must be 1-128 characters of [A-Za-z0-9._:@-]")
+    if role not in ROLE_PERMISSIONS:
+        raise ValidationFailed(f"role must be one of {', '.join(ROLE_PERMISSIONS)}")
+    created = await repository.ensure_tenant(session, tenant_id, now)
+    secret = KEY_PREFIX + secrets.token_urlsafe(32)
+    key = ApiKey(
+        id=uuid7(),
+        tenant_id=tenant_id,
+        role=role,
+        name=name,
+        secret_hash=hash_secret(secret),
+        prefix=secret[: len(KEY_PREFIX) + 6],
+        created_at=now,
+        revoked_at=None,
+    )
+    await repository.insert_key(session, key)
+    if created:
+        await record_event(
+            session,
+            tenant_id=tenant_id,
+            user_id=None,
+            actor=actor,
+            actor_role="admin",
+            action="tenant.created",
+            entity_type="tenant",
+            entity_id=tenant_id,
+            now=now,
+        )
+    await record_event(
+        session,
+        tenant_id=tenant_id,
+        user_id=None,
+        actor=actor,
+        actor_role="admin",
+        action="key.created",
+        entity_type="api_key",
+        entity_id=str(key.id),
+        after={"role": role, "prefix": key.prefix, "name": name},
+        now=now,
+    )
+    return IssuedKey(id=key.id, tenant_id=tenant_id, role=role, secret=secret, created_at=now)
+
+
+async def authenticate(session: AsyncSession, authorization: str | None) -> Principal:
+    if not authorization:
+        raise Unauthorized("send Authorization: Bearer <api key>")
+    scheme, _, token = authorization.partition(" ")
+    token = token.strip()
+    if scheme.lower() != "bearer" or not token:
+        raise Unauthorized("the Authorization header must be 'Bearer <api key>'")
+    if not token.startswith(KEY_PREFIX) or len(token) > 200:
+        raise Unauthorized("unknown or revoked API key")
+    key = await repository.key_by_hash(session, hash_secret(token))
+    if key is None:
+        raise Unauthorized("unknown or revoked API key")
+    return Principal(tenant_id=key.tenant_id, key_id=key.id, role=key.role)

@@ -1,0 +1,220 @@
+"""The ``ctxmem`` command line. Flags override ``CTXMEM_*`` settings.
+
+Every command resolves the database the same way the server does: with no ``CTXMEM_DATABASE_URL`` it
+starts or attaches to the embedded PostgreSQL under the data directory, so ``ctxmem keys create`` run
+next to a live ``ctxmem serve`` writes into the same database.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import uuid
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from service.settings import Settings
+
+ROLES = ("agent", "operator", "admin")
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    overrides: dict[str, Any] = {}
+    for name in ("data_dir", "database_url", "host", "port"):
+        value = getattr(args, name, None)
+        if value is not None:
+            overrides[name] = value
+    return Settings(**overrides)
+
+
+async def _with_db(settings: Settings, work: Callable[[Any], Awaitable[int]], *, migrate_first: bool) -> int:
+    from service.db import migrate
+    from service.db.embedded import resolve_database_url
+    from service.db.engine import create_database
+
+    url, _server = await resolve_database_url(settings)
+    db = create_database(url, settings)
+    try:
+        if migrate_first:
+            await migrate.upgrade(db.engine)
+        return await work(db)
+    finally:
+        await db.dispose()
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from service.app import create_app
+    from service.db import migrate
+
+    settings = _settings(args)
+
+    async def prepare(db: Any) -> int:
+        return 0
+
+    asyncio.run(_with_db(settings, prepare, migrate_first=settings.auto_migrate))
+    where = f"embedded PostgreSQL under {settings.postgres_dir.resolve()}" if settings.embedded else "CTXMEM_DATABASE_URL"
+    exe = sys.argv[0] if sys.argv and sys.argv[0] else "ctxmem"
+    print(f"ctxmem {migrate.head_revision()} serving on http://{settings.host}:{settings.port} ({where})", flush=True)
+    print(f"  API docs:   http://{settings.host}:{settings.port}/docs", flush=True)
+    print(f"  create key: {exe} keys create --tenant demo --role agent   (in another terminal)", flush=True)
+    uvicorn.run(
+        create_app(settings),
+        host=settings.host,
+        port=settings.port,
+        log_level=settings.log_level,
+        server_header=False,
+    )
+    return 0
+
+
+def cmd_migrate(args: argparse.Namespace) -> int:
+    from service.db import migrate
+
+    settings = _settings(args)
+
+    async def work(db: Any) -> int:
+        await migrate.upgrade(db.engine)
+        print(f"database at revision {await migrate.current_revision(db.engine)}")
+        return 0
+
+    return asyncio.run(_with_db(settings, work, migrate_first=False))
+
+
+def cmd_keys_create(args: argparse.Namespace) -> int:
+    from service.auth.service import create_key
+    from service.clock import Clock
+    from service.db.engine import session_scope
+    from service.errors import ServiceError
+
+    settings = _settings(args)
+
+    async def work(db: Any) -> int:
+        try:
+            async with session_scope(db) as session:
+                issued = await create_key(
+                    session,
+                    tenant_id=args.tenant,
+                    role=args.role,
+                    name=args.name,
+                    now=Clock().now(),
+                    actor="cli",
+                )
+        except ServiceError as exc:
+            print(f"error: {exc.detail}", file=sys.stderr)
+            return 2
+        print(issued.secret)
+        print(
+            f"# key {issued.id} (role {issued.role}, tenant {issued.tenant_id}) — shown once, stored hashed",
+            file=sys.stderr,
+        )
+        return 0
+
+    return asyncio.run(_with_db(settings, work, migrate_first=settings.auto_migrate))
+
+
+def cmd_keys_list(args: argparse.Namespace) -> int:
+    from service.auth import repository
+    from service.db.engine import session_scope
+
+    settings = _settings(args)
+
+    async def work(db: Any) -> int:
+        async with session_scope(db) as session:
+            keys = await repository.list_keys(session, args.tenant)
+        for k in keys:
+            state = f"revoked {k.revoked_at.isoformat()}" if k.revoked_at else "active"
+            print(f"{k.id}  {k.role:<8}  {k.prefix}…  {k.created_at.isoformat()}  {state}  {k.name or ''}")
+        return 0
+
+    return asyncio.run(_with_db(settings, work, migrate_first=settings.auto_migrate))
+
+
+def cmd_keys_revoke(args: argparse.Namespace) -> int:
+    from service.auth import repository
+    from service.clock import Clock
+    from service.db.engine import session_scope
+    from service.events import record_event
+
+    settings = _settings(args)
+    try:
+        key_id = uuid.UUID(args.id)
+    except ValueError:
+        print(f"error: {args.id!r} is not a key id", file=sys.stderr)
+        return 2
+
+    async def work(db: Any) -> int:
+        now = Clock().now()
+        async with session_scope(db) as session:
+            key = await repository.revoke_key(session, args.tenant, key_id, now)
+            if key is None:
+                print(f"error: no key {key_id} in tenant {args.tenant!r}", file=sys.stderr)
+                return 1
+            await record_event(
+                session,
+                tenant_id=args.tenant,
+                user_id=None,
+                actor="cli",
+                actor_role="admin",
+                action="key.revoked",
+                entity_type="api_key",
+                entity_id=str(key_id),
+                now=now,
+            )
+        print(f"revoked {key_id}")
+        return 0
+
+    return asyncio.run(_with_db(settings, work, migrate_first=settings.auto_migrate))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--data-dir", type=Path, help="data directory (CTXMEM_DATA_DIR, default ./.ctxmem)")
+    common.add_argument("--database-url", help="postgresql:// URL (CTXMEM_DATABASE_URL; empty = embedded)")
+
+    parser = argparse.ArgumentParser(prog="ctxmem", description="ctxmem: memory service for LLM agents")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    serve = sub.add_parser("serve", parents=[common], help="run the HTTP API")
+    serve.add_argument("--host", help="bind address (CTXMEM_HOST, default 127.0.0.1)")
+    serve.add_argument("--port", type=int, help="port (CTXMEM_PORT, default 8080)")
+    serve.set_defaults(func=cmd_serve)
+
+    mig = sub.add_parser("migrate", parents=[common], help="apply database migrations")
+    mig.set_defaults(func=cmd_migrate)
+
+    keys = sub.add_parser("keys", help="manage API keys")
+    keys_sub = keys.add_subparsers(dest="keys_command", required=True)
+    create = keys_sub.add_parser("create", parents=[common], help="create a key; prints the secret once")
+    create.add_argument("--tenant", required=True)
+    create.add_argument("--role", required=True, choices=ROLES)
+    create.add_argument("--name", help="a label for the key")
+    create.set_defaults(func=cmd_keys_create)
+    lst = keys_sub.add_parser("list", parents=[common], help="list a tenant's keys (no secrets)")
+    lst.add_argument("--tenant", required=True)
+    lst.set_defaults(func=cmd_keys_list)
+    rev = keys_sub.add_parser("revoke", parents=[common], help="revoke a key")
+    rev.add_argument("--tenant", required=True)
+    rev.add_argument("--id", required=True)
+    rev.set_defaults(func=cmd_keys_revoke)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args))
+    except ValidationError as exc:
+        print(f"error: invalid settings: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

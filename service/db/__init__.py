@@ -1,0 +1,1 @@
+"""Database access: engine, embedded server, table models and migrations."""

@@ -1,0 +1,209 @@
+"""Table models. Every table carries ``tenant_id``; user-owned tables carry ``user_id`` too.
+
+Column changes go through an Alembic migration in ``service/db/migrations/versions``;
+``tests/db/test_migrations.py`` fails when these models and the migrated schema drift apart.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql as pg
+from sqlmodel import Field, SQLModel
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+SQLModel.metadata.naming_convention = NAMING_CONVENTION
+metadata = SQLModel.metadata
+
+
+def _ts(nullable: bool = False) -> Any:
+    return Field(sa_column=sa.Column(sa.DateTime(timezone=True), nullable=nullable))
+
+
+def _in(column: str, values: tuple[str, ...]) -> str:
+    return f"{column} IN ({', '.join(repr(v) for v in values)})"
+
+
+ITEM_TYPES = (
+    "rule",
+    "goal",
+    "constraint",
+    "preference",
+    "fact",
+    "decision",
+    "entity",
+    "plan",
+    "tool_result",
+    "summary",
+    "episode",
+)
+SOURCES = ("system", "user", "tool", "summary", "model")
+AUTHORITIES = ("system", "user", "tool", "summary", "inferred")
+SCOPES = ("step", "stage", "task", "session", "user", "global")
+KINDS = ("fact", "opinion")
+ITEM_STATUSES = ("available", "verified", "missing", "superseded", "expired", "deleted")
+ROLES = ("agent", "operator", "admin")
+
+
+class Tenant(SQLModel, table=True):
+    __tablename__ = "tenant"
+
+    id: str = Field(sa_column=sa.Column(sa.Text, primary_key=True))
+    created_at: datetime = _ts()
+
+
+class ApiKey(SQLModel, table=True):
+    __tablename__ = "api_key"
+    __table_args__ = (sa.CheckConstraint(_in("role", ROLES), name="role"),)
+
+    id: uuid.UUID = Field(sa_column=sa.Column(pg.UUID(as_uuid=True), primary_key=True))
+    tenant_id: str = Field(
+        sa_column=sa.Column(sa.Text, sa.ForeignKey("tenant.id", ondelete="CASCADE"), nullable=False, index=True)
+    )
+    role: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
+    name: str | None = Field(default=None, sa_column=sa.Column(sa.Text, nullable=True))
+    # The secret is shown once; only its SHA-256 is stored (secrets are 256 random bits, so a slow hash
+    # would add nothing but latency to every request).
+    secret_hash: str = Field(sa_column=sa.Column(sa.Text, nullable=False, unique=True))
+    prefix: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
+    created_at: datetime = _ts()
+    revoked_at: datetime | None = _ts(nullable=True)
+
+
+class EndUser(SQLModel, table=True):
+    """A user of a tenant, created on first write. Lets reads tell "unknown user" (404) from "no items"."""
+
+    __tablename__ = "end_user"
+
+    tenant_id: str = Field(
+        sa_column=sa.Column(sa.Text, sa.ForeignKey("tenant.id", ondelete="CASCADE"), primary_key=True)
+    )
+    user_id: str = Field(sa_column=sa.Column(sa.Text, primary_key=True))
+    created_at: datetime = _ts()
+    updated_at: datetime = _ts()
+
+
+class ContextItem(SQLModel, table=True):
+    __tablename__ = "context_item"
+    __table_args__ = (
+        sa.ForeignKeyConstraint(
+            ["tenant_id", "user_id"], ["end_user.tenant_id", "end_user.user_id"], name="fk_context_item_end_user"
+        ),
+        sa.CheckConstraint(_in("type", ITEM_TYPES), name="type"),
+        sa.CheckConstraint(_in("source", SOURCES), name="source"),
+        sa.CheckConstraint(_in("authority", AUTHORITIES), name="authority"),
+        sa.CheckConstraint(_in("scope", SCOPES), name="scope"),
+        sa.CheckConstraint(_in("kind", KINDS), name="kind"),
+        sa.CheckConstraint(_in("status", ITEM_STATUSES), name="status"),
+        sa.CheckConstraint("confidence >= 0 AND confidence <= 1", name="confidence"),
+        sa.CheckConstraint("token_cost >= 0", name="token_cost"),
+        # The window's read pattern: one user's live items of some scopes.
+        sa.Index("ix_context_item_window", "tenant_id", "user_id", "status", "scope"),
+        # Listing and cursor pagination for one user.
+        sa.Index("ix_context_item_user_id_order", "tenant_id", "user_id", "id"),
+        # Conflict slots: (tenant, user, key, scope instance).
+        sa.Index(
+            "ix_context_item_slot",
+            "tenant_id",
+            "user_id",
+            "key",
+            "scope",
+            "session_id",
+            "task_id",
+            postgresql_where=sa.text("key IS NOT NULL"),
+        ),
+    )
+
+    id: uuid.UUID = Field(sa_column=sa.Column(pg.UUID(as_uuid=True), primary_key=True))
+    tenant_id: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
+    user_id: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
+    type: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
+    content: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
+    key: str | None = Field(default=None, sa_column=sa.Column(sa.Text, nullable=True))
+    value: Any = Field(default=None, sa_column=sa.Column(pg.JSONB(none_as_null=True), nullable=True))
+    domain: str | None = Field(default=None, sa_column=sa.Column(sa.Text, nullable=True))
+    source: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
+    authority: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
+    scope: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
+    session_id: str | None = Field(default=None, sa_column=sa.Column(sa.Text, nullable=True))
+    task_id: str | None = Field(default=None, sa_column=sa.Column(sa.Text, nullable=True))
+    stage_id: str | None = Field(default=None, sa_column=sa.Column(sa.Text, nullable=True))
+    step_id: str | None = Field(default=None, sa_column=sa.Column(sa.Text, nullable=True))
+    hard: bool = Field(sa_column=sa.Column(sa.Boolean, nullable=False))
+    kind: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
+    status: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
+    status_reason: str | None = Field(default=None, sa_column=sa.Column(sa.Text, nullable=True))
+    confidence: float = Field(sa_column=sa.Column(sa.Float, nullable=False))
+    observed_at: datetime = _ts()
+    created_at: datetime = _ts()
+    updated_at: datetime = _ts()
+    expires_at: datetime | None = _ts(nullable=True)
+    valid_to: datetime | None = _ts(nullable=True)
+    deleted_at: datetime | None = _ts(nullable=True)
+    superseded_by: uuid.UUID | None = Field(
+        default=None, sa_column=sa.Column(pg.UUID(as_uuid=True), nullable=True)
+    )
+    token_cost: int = Field(sa_column=sa.Column(sa.Integer, nullable=False))
+    token_model: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
+    variants: Any = Field(default=None, sa_column=sa.Column(pg.JSONB(none_as_null=True), nullable=True))
+    related_ids: list[uuid.UUID] = Field(
+        default_factory=list,
+        sa_column=sa.Column(
+            pg.ARRAY(pg.UUID(as_uuid=True)), nullable=False, server_default=sa.text("'{}'::uuid[]")
+        ),
+    )
+
+
+class Event(SQLModel, table=True):
+    """Append-only audit log: who did what, when, why, with the state before and after.
+
+    A trigger rejects UPDATE; rows leave only by user erasure or the retention purge.
+    """
+
+    __tablename__ = "event"
+    __table_args__ = (
+        sa.Index("ix_event_user_timeline", "tenant_id", "user_id", "id"),
+        sa.Index("ix_event_entity", "tenant_id", "entity_id"),
+    )
+
+    id: uuid.UUID = Field(sa_column=sa.Column(pg.UUID(as_uuid=True), primary_key=True))
+    tenant_id: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
+    user_id: str | None = Field(default=None, sa_column=sa.Column(sa.Text, nullable=True))
+    actor: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
+    actor_role: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
+    action: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
+    entity_type: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
+    entity_id: str | None = Field(default=None, sa_column=sa.Column(sa.Text, nullable=True))
+    reason: str | None = Field(default=None, sa_column=sa.Column(sa.Text, nullable=True))
+    before: Any = Field(default=None, sa_column=sa.Column(pg.JSONB(none_as_null=True), nullable=True))
+    after: Any = Field(default=None, sa_column=sa.Column(pg.JSONB(none_as_null=True), nullable=True))
+    created_at: datetime = _ts()
+
+
+class IdempotencyRecord(SQLModel, table=True):
+    """The first response to a request carrying ``Idempotency-Key``, replayed byte for byte."""
+
+    __tablename__ = "idempotency_record"
+    __table_args__ = (
+        sa.Index("ix_idempotency_record_created_at", "created_at"),
+        sa.Index("ix_idempotency_record_user", "tenant_id", "user_id"),
+    )
+
+    tenant_id: str = Field(sa_column=sa.Column(sa.Text, primary_key=True))
+    key: str = Field(sa_column=sa.Column(sa.Text, primary_key=True))
+    user_id: str | None = Field(default=None, sa_column=sa.Column(sa.Text, nullable=True))
+    method: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
+    path: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
+    request_hash: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
+    status_code: int | None = Field(default=None, sa_column=sa.Column(sa.Integer, nullable=True))
+    response_body: bytes | None = Field(default=None, sa_column=sa.Column(sa.LargeBinary, nullable=True))
+    created_at: datetime = _ts()

@@ -1,0 +1,177 @@
+"""Typed service errors and the handlers that render every failure as RFC 9457 problem+json.
+
+Each error has a stable ``type`` (``urn:ctxmem:problem:<slug>``) that clients can branch on; the
+``title`` is fixed per type and ``detail`` explains this occurrence.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.responses import JSONResponse, Response
+
+log = logging.getLogger("ctxmem.errors")
+
+PROBLEM_JSON = "application/problem+json"
+TYPE_PREFIX = "urn:ctxmem:problem:"
+
+
+def problem_type(slug: str) -> str:
+    return TYPE_PREFIX + slug
+
+
+class ServiceError(Exception):
+    status: int = 400
+    slug: str = "bad-request"
+    title: str = "Bad request"
+
+    def __init__(self, detail: str | None = None, **extra: Any) -> None:
+        super().__init__(detail or self.title)
+        self.detail = detail or self.title
+        self.extra = extra
+
+    def body(self, instance: str | None = None) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "type": problem_type(self.slug),
+            "title": self.title,
+            "status": self.status,
+            "detail": self.detail,
+        }
+        if instance:
+            out["instance"] = instance
+        out.update(jsonable_encoder(self.extra))
+        return out
+
+
+class Unauthorized(ServiceError):
+    status, slug, title = 401, "unauthorized", "Missing or invalid API key"
+
+
+class Forbidden(ServiceError):
+    status, slug, title = 403, "forbidden", "The API key's role does not allow this"
+
+
+class NotFound(ServiceError):
+    status, slug, title = 404, "not-found", "Not found"
+
+
+class UserNotFound(NotFound):
+    slug, title = "user-not-found", "No such user"
+
+
+class ItemNotFound(NotFound):
+    slug, title = "item-not-found", "No such item"
+
+
+class ValidationFailed(ServiceError):
+    status, slug, title = 422, "validation-error", "The request is not valid"
+
+
+class BatchItemInvalid(ValidationFailed):
+    slug, title = "batch-item-invalid", "An item of the batch is not valid; nothing was written"
+
+
+class IdempotencyKeyReused(ServiceError):
+    status, slug, title = 422, "idempotency-key-reused", "Idempotency-Key was used with a different request"
+
+
+class IdempotencyInProgress(ServiceError):
+    status, slug, title = 409, "idempotency-in-progress", "A request with this Idempotency-Key is still running"
+
+
+class Conflict(ServiceError):
+    status, slug, title = 409, "conflict", "The request conflicts with the current state"
+
+
+class PayloadTooLarge(ServiceError):
+    status, slug, title = 413, "payload-too-large", "The request body is too large"
+
+
+class ReplayedResponse(Exception):
+    """Not an error: carries a stored response of an idempotent request back out of the dependency chain."""
+
+    def __init__(self, status_code: int, body: bytes) -> None:
+        self.status_code = status_code
+        self.body = body
+
+
+def problem_response(status: int, body: dict[str, Any], headers: dict[str, str] | None = None) -> Response:
+    return JSONResponse(body, status_code=status, media_type=PROBLEM_JSON, headers=headers)
+
+
+_HTTP_SLUGS = {
+    400: ("bad-request", "Bad request"),
+    401: ("unauthorized", "Missing or invalid API key"),
+    403: ("forbidden", "Forbidden"),
+    404: ("not-found", "Not found"),
+    405: ("method-not-allowed", "Method not allowed"),
+    406: ("not-acceptable", "Not acceptable"),
+    413: ("payload-too-large", "The request body is too large"),
+    415: ("unsupported-media-type", "Unsupported media type"),
+}
+
+
+def _validation_errors(exc: RequestValidationError) -> list[dict[str, Any]]:
+    out = []
+    for err in exc.errors():
+        loc = [str(p) for p in err.get("loc", ())]
+        out.append({"loc": loc, "msg": err.get("msg", ""), "type": err.get("type", "")})
+    return out
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    async def on_service_error(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, ServiceError)
+        headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else None
+        return problem_response(exc.status, exc.body(request.url.path), headers)
+
+    async def on_replay(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, ReplayedResponse)
+        return Response(
+            exc.body,
+            status_code=exc.status_code,
+            media_type="application/json",
+            headers={"Idempotent-Replayed": "true"},
+        )
+
+    async def on_validation(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, RequestValidationError)
+        errors = _validation_errors(exc)
+        first = errors[0] if errors else {"loc": [], "msg": "invalid request"}
+        detail = f"{'.'.join(first['loc'])}: {first['msg']}" if first["loc"] else first["msg"]
+        err = ValidationFailed(detail, errors=errors)
+        return problem_response(422, err.body(request.url.path))
+
+    async def on_http(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, StarletteHTTPException)
+        slug, title = _HTTP_SLUGS.get(exc.status_code, ("http-error", "HTTP error"))
+        body = {
+            "type": problem_type(slug),
+            "title": title,
+            "status": exc.status_code,
+            "detail": exc.detail if isinstance(exc.detail, str) else title,
+            "instance": request.url.path,
+        }
+        return problem_response(exc.status_code, body, dict(exc.headers) if exc.headers else None)
+
+    async def on_unexpected(request: Request, exc: Exception) -> Response:
+        log.exception("unhandled error on %s %s", request.method, request.url.path)
+        body = {
+            "type": problem_type("internal-error"),
+            "title": "Internal server error",
+            "status": 500,
+            "detail": "An unexpected error occurred; it has been logged.",
+            "instance": request.url.path,
+        }
+        return problem_response(500, body)
+
+    app.add_exception_handler(ServiceError, on_service_error)
+    app.add_exception_handler(ReplayedResponse, on_replay)
+    app.add_exception_handler(RequestValidationError, on_validation)
+    app.add_exception_handler(StarletteHTTPException, on_http)
+    app.add_exception_handler(Exception, on_unexpected)

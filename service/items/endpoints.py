@@ -1,0 +1,117 @@
+"""HTTP routes of context items: thin wrappers over service.items.service."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Query, Response
+
+from schemas.common import Domain, Identifier, Problem, SlotKey
+from schemas.items import ItemBatchCreate, ItemBatchResult, ItemCreate, ItemPage, ItemRead, ItemStatus, ItemType, Scope
+from service.deps import (
+    ClockDep,
+    IdempotencyDep,
+    PrincipalDep,
+    SessionDep,
+    SettingsDep,
+    TokenizerDep,
+    UserIdPath,
+)
+from service.items import service
+from service.items.service import ItemContext, ItemQuery
+
+ERRORS: dict[int | str, dict[str, object]] = {
+    code: {"model": Problem, "content": {"application/problem+json": {}}} for code in (401, 403, 404, 409, 413, 422)
+}
+
+router = APIRouter(prefix="/v1/users/{user_id}/items", tags=["items"], responses=ERRORS)
+
+
+@router.post("", status_code=201, response_model=ItemRead, summary="Write one context item")
+async def create_item(
+    user_id: UserIdPath,
+    body: ItemCreate,
+    session: SessionDep,
+    principal: PrincipalDep,
+    settings: SettingsDep,
+    tokenizer: TokenizerDep,
+    clock: ClockDep,
+    idem: IdempotencyDep,
+) -> Response:
+    ctx = ItemContext(session, principal, settings, tokenizer, clock.now())
+    (item,) = await service.create_items(ctx, user_id, [body], batch=False)
+    return await idem.respond(item, 201)
+
+
+@router.post("/batch", status_code=201, response_model=ItemBatchResult, summary="Write up to 1,000 items at once")
+async def create_batch(
+    user_id: UserIdPath,
+    body: ItemBatchCreate,
+    session: SessionDep,
+    principal: PrincipalDep,
+    settings: SettingsDep,
+    tokenizer: TokenizerDep,
+    clock: ClockDep,
+    idem: IdempotencyDep,
+) -> Response:
+    ctx = ItemContext(session, principal, settings, tokenizer, clock.now())
+    items = await service.create_items(ctx, user_id, body.items, batch=True)
+    return await idem.respond(ItemBatchResult(items=items), 201)
+
+
+@router.get("", response_model=ItemPage, summary="List a user's items")
+async def list_items(
+    user_id: UserIdPath,
+    session: SessionDep,
+    principal: PrincipalDep,
+    settings: SettingsDep,
+    clock: ClockDep,
+    type: Annotated[list[ItemType], Query()] = [],  # noqa: A002
+    scope: Annotated[list[Scope], Query()] = [],
+    status: Annotated[list[ItemStatus], Query(description="Taken literally; overrides the include_* flags")] = [],
+    key: Annotated[SlotKey | None, Query()] = None,
+    domain: Annotated[Domain | None, Query()] = None,
+    session_id: Annotated[Identifier | None, Query()] = None,
+    task_id: Annotated[Identifier | None, Query()] = None,
+    include_superseded: bool = False,
+    include_expired: bool = False,
+    include_deleted: bool = False,
+    order: Literal["asc", "desc"] = "desc",
+    limit: Annotated[int | None, Query(ge=1)] = None,
+    cursor: Annotated[str | None, Query(max_length=512)] = None,
+) -> ItemPage:
+    query = ItemQuery(
+        types=list(type),
+        scopes=list(scope),
+        statuses=list(status),
+        key=key,
+        domain=domain,
+        session_id=session_id,
+        task_id=task_id,
+        include_superseded=include_superseded,
+        include_expired=include_expired,
+        include_deleted=include_deleted,
+        order=order,
+        limit=limit,
+        cursor=cursor,
+    )
+    return await service.list_items(session, principal, settings, user_id, query, clock.now())
+
+
+@router.get("/{item_id}", response_model=ItemRead, summary="Read one item, whatever its status")
+async def get_item(user_id: UserIdPath, item_id: uuid.UUID, session: SessionDep, principal: PrincipalDep) -> ItemRead:
+    return await service.get_item(session, principal, user_id, item_id)
+
+
+@router.delete("/{item_id}", response_model=ItemRead, summary="Tombstone an item (kept for audit until purged)")
+async def delete_item(
+    user_id: UserIdPath,
+    item_id: uuid.UUID,
+    session: SessionDep,
+    principal: PrincipalDep,
+    clock: ClockDep,
+    idem: IdempotencyDep,
+) -> Response:
+    item = await service.delete_item(session, principal, user_id, item_id, clock.now())
+    return await idem.respond(item, 200)

@@ -1,0 +1,265 @@
+"""Context-item rules: server-side defaults, permission checks, writes with their events."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from schemas.items import ItemCreate, ItemPage, ItemRead
+from scoring.items import authority_for_source, default_confidence, default_expires_at
+from service.auth.service import Permission, Principal
+from service.errors import BatchItemInvalid, Forbidden, ItemNotFound, PayloadTooLarge, UserNotFound, ValidationFailed
+from service.events import record_events
+from service.ids import uuid7
+from service.items import repository
+from service.pagination import decode_cursor, encode_cursor
+from service.settings import Settings
+from service.tokenizer import Tokenizer
+
+# A client clock may run a little ahead; beyond this an observed_at in the future would win every
+# recency tie-break forever, so it is refused.
+MAX_CLOCK_SKEW = timedelta(minutes=5)
+
+
+class BatchTooLarge(PayloadTooLarge):
+    slug, title = "batch-too-large", "Too many items in one batch"
+
+
+@dataclass(frozen=True)
+class ItemContext:
+    """Everything an item write needs besides the items themselves."""
+
+    session: AsyncSession
+    principal: Principal
+    settings: Settings
+    tokenizer: Tokenizer
+    now: datetime
+
+
+def _fail(message: str, index: int | None) -> ValidationFailed:
+    if index is None:
+        return ValidationFailed(message)
+    return BatchItemInvalid(f"items[{index}]: {message}", index=index)
+
+
+def _event_snapshot(row: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "type": row["type"],
+        "key": row["key"],
+        "scope": row["scope"],
+        "status": row["status"],
+        "authority": row["authority"],
+        "token_cost": row["token_cost"],
+    }
+
+
+async def create_items(
+    ctx: ItemContext, user_id: str, items: Sequence[ItemCreate], *, batch: bool
+) -> list[ItemRead]:
+    """Validate what the schema cannot, fill server-side defaults, insert items and events at once.
+    In a batch the first bad item rejects the whole batch, naming its index."""
+    principal, settings, now = ctx.principal, ctx.settings, ctx.now
+    principal.require(Permission.ITEMS_WRITE)
+    if len(items) > settings.max_batch_items:
+        raise BatchTooLarge(f"a batch holds at most {settings.max_batch_items} items, got {len(items)}")
+
+    related: set[uuid.UUID] = set()
+    for i, item in enumerate(items):
+        at = i if batch else None
+        authority = item.authority or authority_for_source(item.source)
+        if authority == "system" and not principal.can(Permission.WRITE_SYSTEM_AUTHORITY):
+            where = f"items[{i}]: " if batch else ""
+            raise Forbidden(f"{where}a {principal.role} key cannot write system authority", index=at)
+        if len(item.content) > settings.max_content_chars:
+            raise _fail(f"content is longer than {settings.max_content_chars} characters", at)
+        if item.observed_at is not None and item.observed_at > now + MAX_CLOCK_SKEW:
+            raise _fail("observed_at is in the future", at)
+        related.update(item.related_ids)
+
+    if related:
+        found = await repository.existing_ids(ctx.session, principal.tenant_id, user_id, list(related))
+        for i, item in enumerate(items):
+            missing = [str(r) for r in item.related_ids if r not in found]
+            if missing:
+                raise _fail(f"related_ids not found for this user: {', '.join(missing)}", i if batch else None)
+
+    costs = ctx.tokenizer.count_many([item.content for item in items])
+    rows: list[dict[str, Any]] = []
+    for item, cost in zip(items, costs, strict=True):
+        observed_at = item.observed_at or now
+        expires_at = item.expires_at or default_expires_at(
+            item_type=item.type,
+            scope=item.scope,
+            observed_at=observed_at,
+            type_ttl_seconds=settings.type_ttl_seconds,
+            scope_ttl_seconds=settings.scope_ttl_seconds,
+        )
+        rows.append(
+            {
+                "id": uuid7(),
+                "tenant_id": principal.tenant_id,
+                "user_id": user_id,
+                "type": item.type,
+                "content": item.content,
+                "key": item.key,
+                "value": item.value,
+                "domain": item.domain,
+                "source": item.source,
+                "authority": item.authority or authority_for_source(item.source),
+                "scope": item.scope,
+                "session_id": item.session_id,
+                "task_id": item.task_id,
+                "stage_id": item.stage_id,
+                "step_id": item.step_id,
+                "hard": item.hard,
+                "kind": item.kind,
+                "status": item.status,
+                "status_reason": None,
+                "confidence": item.confidence if item.confidence is not None else default_confidence(item.source),
+                "observed_at": observed_at,
+                "created_at": now,
+                "updated_at": now,
+                "expires_at": expires_at,
+                "valid_to": None,
+                "deleted_at": None,
+                "superseded_by": None,
+                "token_cost": cost,
+                "token_model": ctx.tokenizer.name,
+                "variants": item.variants.model_dump(exclude_none=True) if item.variants else None,
+                "related_ids": list(item.related_ids),
+            }
+        )
+
+    await repository.ensure_user(ctx.session, principal.tenant_id, user_id, now)
+    await repository.insert_items(ctx.session, rows)
+    await record_events(
+        ctx.session,
+        [
+            {
+                "tenant_id": principal.tenant_id,
+                "user_id": user_id,
+                "actor": principal.actor,
+                "actor_role": principal.role,
+                "action": "item.created",
+                "entity_type": "context_item",
+                "entity_id": str(row["id"]),
+                "reason": "batch write" if batch else "write",
+                "before": None,
+                "after": _event_snapshot(row),
+                "created_at": now,
+            }
+            for row in rows
+        ],
+    )
+    return [ItemRead.model_validate(row) for row in rows]
+
+
+async def require_user(session: AsyncSession, principal: Principal, user_id: str) -> None:
+    if not await repository.user_exists(session, principal.tenant_id, user_id):
+        raise UserNotFound(f"no user {user_id!r}")
+
+
+async def get_item(session: AsyncSession, principal: Principal, user_id: str, item_id: uuid.UUID) -> ItemRead:
+    principal.require(Permission.ITEMS_READ)
+    item = await repository.get_item(session, principal.tenant_id, user_id, item_id)
+    if item is None:
+        raise ItemNotFound(f"no item {item_id} for user {user_id!r}")
+    return ItemRead.model_validate(item)
+
+
+@dataclass(frozen=True)
+class ItemQuery:
+    types: list[str]
+    scopes: list[str]
+    statuses: list[str]
+    key: str | None
+    domain: str | None
+    session_id: str | None
+    task_id: str | None
+    include_superseded: bool
+    include_expired: bool
+    include_deleted: bool
+    order: str
+    limit: int | None
+    cursor: str | None
+
+
+async def list_items(
+    session: AsyncSession, principal: Principal, settings: Settings, user_id: str, query: ItemQuery, now: datetime
+) -> ItemPage:
+    principal.require(Permission.ITEMS_READ)
+    await require_user(session, principal, user_id)
+    limit = query.limit or settings.default_page_size
+    if limit > settings.max_page_size:
+        raise ValidationFailed(f"limit must be at most {settings.max_page_size}")
+    after = decode_cursor(query.cursor, query.order) if query.cursor else None
+    visibility = repository.visibility_filter(
+        now=now,
+        statuses=query.statuses,
+        include_superseded=query.include_superseded,
+        include_expired=query.include_expired,
+        include_deleted=query.include_deleted,
+    )
+    rows = await repository.list_items(
+        session,
+        tenant_id=principal.tenant_id,
+        user_id=user_id,
+        filters={
+            "type": query.types,
+            "scope": query.scopes,
+            "key": query.key,
+            "domain": query.domain,
+            "session_id": query.session_id,
+            "task_id": query.task_id,
+        },
+        visibility=visibility,
+        after_id=after,
+        descending=query.order == "desc",
+        limit=limit + 1,
+    )
+    more = len(rows) > limit
+    rows = rows[:limit]
+    next_cursor = encode_cursor(rows[-1].id, query.order) if more and rows else None
+    return ItemPage(items=[ItemRead.model_validate(r) for r in rows], next_cursor=next_cursor)
+
+
+async def delete_item(
+    session: AsyncSession, principal: Principal, user_id: str, item_id: uuid.UUID, now: datetime
+) -> ItemRead:
+    """Tombstone: the row stays (status ``deleted``) for audit until the retention purge; deleting a
+    tombstone again changes nothing and returns it."""
+    principal.require(Permission.ITEMS_WRITE)
+    item = await repository.get_item(session, principal.tenant_id, user_id, item_id, for_update=True)
+    if item is None:
+        raise ItemNotFound(f"no item {item_id} for user {user_id!r}")
+    if item.status == "deleted":
+        return ItemRead.model_validate(item)
+    if item.authority == "system" and not principal.can(Permission.WRITE_SYSTEM_AUTHORITY):
+        raise Forbidden(f"a {principal.role} key cannot delete a system-authority item")
+    before = item.status
+    await repository.tombstone(session, item_id, now, None)
+    await record_events(
+        session,
+        [
+            {
+                "tenant_id": principal.tenant_id,
+                "user_id": user_id,
+                "actor": principal.actor,
+                "actor_role": principal.role,
+                "action": "item.deleted",
+                "entity_type": "context_item",
+                "entity_id": str(item_id),
+                "reason": "deleted by request",
+                "before": {"status": before},
+                "after": {"status": "deleted"},
+                "created_at": now,
+            }
+        ],
+    )
+    await session.refresh(item)
+    return ItemRead.model_validate(item)

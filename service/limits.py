@@ -1,0 +1,90 @@
+"""A pure ASGI middleware that refuses request bodies over the configured size with 413.
+
+It checks Content-Length up front and also counts streamed (chunked) bodies, so a client cannot get
+around the limit by omitting the header.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from starlette.exceptions import HTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from service.errors import PROBLEM_JSON, problem_type
+
+
+class BodyTooLarge(HTTPException):
+    """An HTTPException so that FastAPI's body parsing re-raises it as is (it turns other errors into 400)."""
+
+    def __init__(self, max_bytes: int) -> None:
+        super().__init__(413, f"request bodies are limited to {max_bytes} bytes")
+
+
+class BodySizeLimit:
+    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def _reject(self, scope: Scope, send: Send) -> None:
+        body = json.dumps(
+            {
+                "type": problem_type("payload-too-large"),
+                "title": "The request body is too large",
+                "status": 413,
+                "detail": f"request bodies are limited to {self.max_bytes} bytes",
+                "instance": scope.get("path"),
+            }
+        ).encode()
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 413,
+                "headers": [(b"content-type", PROBLEM_JSON.encode()), (b"content-length", str(len(body)).encode())],
+            }
+        )
+        await send({"type": "http.response.body", "body": body})
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        for name, value in scope.get("headers", []):
+            if name == b"content-length":
+                try:
+                    declared = int(value)
+                except ValueError:
+                    declared = 0
+                if declared > self.max_bytes:
+                    await self._reject(scope, send)
+                    return
+        received = 0
+        started = False
+
+        async def limited_receive() -> Message:
+            nonlocal received
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > self.max_bytes:
+                    raise BodyTooLarge(self.max_bytes)
+            return message
+
+        async def tracking_send(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self.app(scope, limited_receive, tracking_send)
+        except BodyTooLarge:
+            if not started:
+                await self._reject(scope, send)
+
+    def __repr__(self) -> str:  # pragma: no cover - debugging aid
+        return f"BodySizeLimit(max_bytes={self.max_bytes})"
+
+
+__all__: list[Any] = ["BodySizeLimit"]

@@ -1,0 +1,108 @@
+"""Runtime settings: one pydantic-settings class, every variable prefixed ``CTXMEM_``."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, field_validator, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+ItemTypeName = Literal[
+    "rule",
+    "goal",
+    "constraint",
+    "preference",
+    "fact",
+    "decision",
+    "entity",
+    "plan",
+    "tool_result",
+    "summary",
+    "episode",
+]
+
+# Default lifetimes (seconds). A tool result describes the world at one moment and goes stale within
+# minutes; a step/stage is over within hours; preferences, rules and facts have no built-in end.
+DEFAULT_TYPE_TTL: dict[str, int] = {"tool_result": 30 * 60}
+DEFAULT_SCOPE_TTL: dict[str, int] = {
+    "step": 2 * 3600,
+    "stage": 12 * 3600,
+    "task": 30 * 86400,
+    "session": 30 * 86400,
+}
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="CTXMEM_", env_file=None, extra="ignore")
+
+    # Empty → start (or attach to) an embedded PostgreSQL under ``data_dir/postgres``.
+    database_url: str = ""
+    data_dir: Path = Path(".ctxmem")
+    host: str = "127.0.0.1"
+    port: int = Field(8080, ge=1, le=65535)
+    # Apply migrations when the service starts. On for the embedded default; production runs
+    # ``ctxmem migrate`` as its own step and sets this to false.
+    auto_migrate: bool = True
+    db_pool_size: int = Field(10, ge=1, le=200)
+    db_max_overflow: int = Field(10, ge=0, le=500)
+
+    tokenizer: Literal["o200k_base", "cl100k_base", "estimate"] = "o200k_base"
+    # Where the offline BPE file is materialised; default ``data_dir/tiktoken``.
+    tokenizer_cache_dir: Path | None = None
+
+    # Limits (DESIGN §4).
+    max_body_bytes: int = Field(1024 * 1024, ge=1024)
+    max_content_chars: int = Field(32_000, ge=1)
+    max_batch_items: int = Field(1_000, ge=1)
+    max_page_size: int = Field(500, ge=1)
+    default_page_size: int = Field(50, ge=1)
+
+    # Lifetimes applied when a client sends no ``expires_at`` (seconds; the shorter of type and scope wins).
+    type_ttl_seconds: dict[str, int] = Field(default_factory=lambda: dict(DEFAULT_TYPE_TTL))
+    scope_ttl_seconds: dict[str, int] = Field(default_factory=lambda: dict(DEFAULT_SCOPE_TTL))
+
+    # Stored responses of idempotent requests are kept this long (hours).
+    idempotency_retention_hours: int = Field(24, ge=1)
+
+    log_level: Literal["debug", "info", "warning", "error"] = "info"
+
+    @field_validator("database_url")
+    @classmethod
+    def _check_url(cls, value: str) -> str:
+        value = value.strip()
+        if value and not value.startswith(("postgresql://", "postgres://", "postgresql+asyncpg://")):
+            raise ValueError("CTXMEM_DATABASE_URL must be a postgresql:// URL (or empty for the embedded default)")
+        return value
+
+    @field_validator("type_ttl_seconds", "scope_ttl_seconds")
+    @classmethod
+    def _positive_ttls(cls, value: dict[str, int]) -> dict[str, int]:
+        for name, seconds in value.items():
+            if seconds <= 0:
+                raise ValueError(f"TTL for {name!r} must be a positive number of seconds")
+        return value
+
+    @model_validator(mode="after")
+    def _check_pages(self) -> Settings:
+        if self.default_page_size > self.max_page_size:
+            raise ValueError("default_page_size must not exceed max_page_size")
+        return self
+
+    @property
+    def embedded(self) -> bool:
+        return not self.database_url
+
+    @property
+    def postgres_dir(self) -> Path:
+        return self.data_dir / "postgres"
+
+    @property
+    def resolved_tokenizer_cache_dir(self) -> Path:
+        return self.tokenizer_cache_dir or (self.data_dir / "tiktoken")
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    return Settings()

@@ -1,0 +1,42 @@
+"""SQL for a user's data as a whole: export streams and erasure."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+from sqlalchemy import delete, select
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
+
+from service.db.models import ContextItem, EndUser, Event, IdempotencyRecord
+
+# Tables holding a user's rows, in the order they must be erased (children before end_user).
+# Later stores (profiles, observations, vectors' outbox) join this list.
+USER_TABLES: list[Any] = [ContextItem, Event, IdempotencyRecord, EndUser]
+
+
+async def erase_user(
+    session: AsyncSession, tenant_id: str, user_id: str, *, keep_idempotency_key: str | None
+) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for model in USER_TABLES:
+        table = model.__table__
+        stmt = delete(table).where(table.c.tenant_id == tenant_id, table.c.user_id == user_id)
+        if model is IdempotencyRecord and keep_idempotency_key is not None:
+            # The erase request's own record survives, detached from the user, so it can be replayed.
+            stmt = stmt.where(table.c.key != keep_idempotency_key)
+        result = await session.execute(stmt)
+        counts[table.name] = int(result.rowcount)  # type: ignore[attr-defined]
+    return counts
+
+
+async def stream_rows(conn: AsyncConnection, model: Any, tenant_id: str, user_id: str) -> AsyncIterator[Any]:
+    table = model.__table__
+    stmt = (
+        select(table)
+        .where(table.c.tenant_id == tenant_id, table.c.user_id == user_id)
+        .order_by(*table.primary_key.columns)
+    )
+    result = await conn.stream(stmt.execution_options(yield_per=500))
+    async for row in result:
+        yield row

@@ -1,0 +1,84 @@
+"""A user's data as a whole: streamed export and erasure everywhere."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import AsyncIterator, Callable
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from schemas.items import ItemRead
+from schemas.users import EraseResult, EventRead
+from service.auth.service import Permission, Principal
+from service.db.engine import Database
+from service.db.models import ContextItem, Event
+from service.events import record_event
+from service.items.service import require_user
+from service.users import repository
+
+# Export sections: (name, table model, row → response model). Later stores add theirs here.
+EXPORT_SECTIONS: list[tuple[str, Any, Callable[[Any], BaseModel]]] = [
+    ("items", ContextItem, ItemRead.model_validate),
+    ("events", Event, EventRead.model_validate),
+]
+
+
+async def check_export(session: AsyncSession, principal: Principal, user_id: str) -> None:
+    principal.require(Permission.USERS_EXPORT)
+    await require_user(session, principal, user_id)
+
+
+async def export_stream(db: Database, principal: Principal, user_id: str, now: datetime) -> AsyncIterator[bytes]:
+    """Everything stored about the user as one JSON document, produced row by row from one
+    repeatable-read snapshot so that the sections agree with each other."""
+    async with db.engine.connect() as conn:
+        conn = await conn.execution_options(isolation_level="REPEATABLE READ")
+        await conn.begin()
+        head = {"tenant_id": principal.tenant_id, "user_id": user_id, "exported_at": now.isoformat()}
+        yield json.dumps(head)[:-1].encode()
+        for name, model, to_schema in EXPORT_SECTIONS:
+            yield f', "{name}": ['.encode()
+            first = True
+            async for row in repository.stream_rows(conn, model, principal.tenant_id, user_id):
+                chunk = to_schema(row).model_dump_json().encode()
+                yield chunk if first else b"," + chunk
+                first = False
+            yield b"]"
+        yield b"}\n"
+        await conn.rollback()
+
+
+def user_fingerprint(tenant_id: str, user_id: str) -> str:
+    """Identifies an erased user in the audit log without keeping the id itself."""
+    return "sha256:" + hashlib.sha256(f"{tenant_id}\x1f{user_id}".encode()).hexdigest()
+
+
+async def erase_user(
+    session: AsyncSession, principal: Principal, user_id: str, now: datetime, *, idempotency_key: str | None
+) -> EraseResult:
+    """Delete every row of the user in one transaction. The erasure's own event keeps no content:
+    no user id (a fingerprint instead), only the row counts."""
+    principal.require(Permission.USERS_ERASE)
+    await require_user(session, principal, user_id)
+    counts = await repository.erase_user(
+        session, principal.tenant_id, user_id, keep_idempotency_key=idempotency_key
+    )
+    fingerprint = user_fingerprint(principal.tenant_id, user_id)
+    await record_event(
+        session,
+        tenant_id=principal.tenant_id,
+        user_id=None,
+        actor=principal.actor,
+        actor_role=principal.role,
+        action="user.erased",
+        entity_type="user",
+        entity_id=fingerprint,
+        reason="erasure requested",
+        after={"rows": counts},
+        now=now,
+    )
+    return EraseResult(erased=True, user_fingerprint=fingerprint, rows=counts, erased_at=now)
