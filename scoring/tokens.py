@@ -8,9 +8,9 @@ Characters fall into three classes, each with a fixed cost in tokens (``WEIGHTS`
 - CJK range (code points from U+3000 up): 1.5 a character. This covers CJK punctuation, kana, Han
   (with its extensions), Hangul syllables and fullwidth forms, and also the rarer blocks that share
   those ranges: Yi, private use, variation selectors, emoji and every other supplementary-plane
-  character. Measured: Chinese and Japanese cost ~1.0-1.2 tokens a character in cl100k_base and
-  ~0.6-0.7 in o200k_base; emoji 1-3. 1.5 sits at or above all of them, so CJK text is over-counted
-  (~2.2x for o200k_base) rather than under-counted.
+  character. Measured on Chinese, Japanese and Korean prose: ~0.8-1.2 tokens a character in
+  cl100k_base, ~0.5-0.7 in o200k_base; emoji 1-3. 1.5 sits at or above all of them, so CJK text is
+  over-counted (1.3-1.6x against cl100k_base, 1.9-2.7x against o200k_base) rather than under-counted.
 - Any other character (U+0080-U+2FFF: Latin with diacritics, Greek, Cyrillic, Arabic, Hebrew, Indic
   scripts, Thai, general punctuation such as “ ” — …): 1.0. cl100k_base spends ~0.5 (Cyrillic) to ~1.0
   (Devanagari, Thai) tokens on such a character, o200k_base ~0.25-0.4, so 1.0 is an upper bound.
@@ -49,7 +49,8 @@ def estimate_tokens(text: str) -> int:
     (CJK and wider), 1.0 per other character, rounded up; 0 for "" and at least 1 otherwise.
 
     The weights come from measuring o200k_base and cl100k_base (see the module docstring): English,
-    CJK and mixed prose land within 0.5x-2.5x of the o200k_base count.
+    code, CJK and mixed text land within 0.5x-3x of the o200k_base count (measured 0.7x-2.7x);
+    Cyrillic and Indic text run higher, up to ~4x.
     """
     length = len(text)
     if length == 0:

@@ -60,6 +60,8 @@ def create_app(
         lifespan=lifespan,
     )
     app.state.settings = settings
+    if database is not None:
+        app.state.db = database
     app.state.clock = clock or Clock()
     app.state.tokenizer = build_tokenizer(settings.tokenizer, cache_dir=settings.resolved_tokenizer_cache_dir)
     app.state.migration_head = migrate.head_revision()

@@ -144,11 +144,26 @@ def install_error_handlers(app: FastAPI) -> None:
         errors = _validation_errors(exc)
         first = errors[0] if errors else {"loc": [], "msg": "invalid request"}
         detail = f"{'.'.join(first['loc'])}: {first['msg']}" if first["loc"] else first["msg"]
+        raw = exc.errors()
+        # A bad item in a batch body: name its index so the client can fix that one item.
+        for e in raw:
+            loc = e.get("loc", ())
+            if len(loc) >= 3 and loc[0] == "body" and loc[1] in ("items", "observations") and isinstance(loc[2], int):
+                index = loc[2]
+                msg = f"{loc[1]}[{index}]: {'.'.join(str(p) for p in loc[3:]) or 'item'}: {e.get('msg', '')}"
+                batch_err = BatchItemInvalid(msg, index=index, errors=errors)
+                return problem_response(422, batch_err.body(request.url.path))
         err = ValidationFailed(detail, errors=errors)
         return problem_response(422, err.body(request.url.path))
 
     async def on_http(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, StarletteHTTPException)
+        if exc.status_code == 400 and exc.__cause__ is not None:
+            # FastAPI turns body-decoding failures other than JSON syntax (bad UTF-8, nesting too deep
+            # for the parser) into a bare 400; they are the same client mistake as a syntax error.
+            reason = type(exc.__cause__).__name__
+            err = ValidationFailed(f"the body is not valid UTF-8 JSON ({reason})")
+            return problem_response(422, err.body(request.url.path))
         slug, title = _HTTP_SLUGS.get(exc.status_code, ("http-error", "HTTP error"))
         body = {
             "type": problem_type(slug),

@@ -165,14 +165,15 @@ def test_bpe_files_match_what_tiktoken_asks_for(monkeypatch: pytest.MonkeyPatch)
         assert requested.pop() == (spec.url, spec.sha256)
 
 
-# Realistic sentences: the estimate must stay within 0.5x-2.5x of the exact o200k_base count
-# (the documented band for English, CJK and mixed prose; see scoring/tokens.py).
+# Realistic text: the estimate must stay within 0.5x-3x of the exact o200k_base count (the documented
+# band for English, code, CJK and mixed text; see scoring/tokens.py).
 @pytest.mark.parametrize(
     "text",
     [
         "The user prefers managed services because the operations team is small, and deployments must "
         "stay reversible.",
         "Always answer in British English and cite the source document for every number you quote.",
+        '{"type": "preference", "content": "use PostgreSQL 16", "confidence": 0.92, "tags": ["db", "ops"]}',
         "我们的运维团队很小，所以更喜欢托管服务。部署必须可以回滚，数据库使用PostgreSQL。",
         "私たちの運用チームは小さいので、マネージドサービスを好みます。",
         "우리 운영 팀은 작아서 관리형 서비스를 선호합니다.",
@@ -181,4 +182,4 @@ def test_bpe_files_match_what_tiktoken_asks_for(monkeypatch: pytest.MonkeyPatch)
 )
 def test_estimate_stays_within_the_documented_band_of_o200k(o200k: Tokenizer, text: str) -> None:
     exact = o200k.count(text)
-    assert 0.5 * exact <= estimate_tokens(text) <= 2.5 * exact
+    assert 0.5 * exact <= estimate_tokens(text) <= 3 * exact
