@@ -65,7 +65,8 @@ class ItemCreate(StrictModel):
     domain: Domain | None = None
     source: Source = Field("model", description="Who produced it; the default is the least trusted.")
     authority: Authority | None = Field(
-        None, description="Defaults from source; may lower it, never raise it. Only admin keys may write system."
+        None,
+        description="Defaults from source; may lower it, never raise it. Only admin keys may write system.",
     )
     scope: Scope = "user"
     session_id: Identifier | None = None
@@ -76,7 +77,9 @@ class ItemCreate(StrictModel):
     kind: Kind = "fact"
     status: WritableStatus = "available"
     confidence: Confidence | None = Field(None, description="Defaults by source (system 1.0 … model 0.5).")
-    observed_at: AwareDatetime | None = Field(None, description="When it was true; defaults to now; may be past.")
+    observed_at: AwareDatetime | None = Field(
+        None, description="When it was true; defaults to now; may be past."
+    )
     expires_at: AwareDatetime | None = Field(None, description="Defaults by type and scope.")
     variants: ItemVariants | None = None
     related_ids: Annotated[list[uuid.UUID], Field(max_length=100)] = Field(default_factory=list)
@@ -90,7 +93,11 @@ class ItemCreate(StrictModel):
             raise ValueError("only constraints can be hard")
         if self.authority is not None and not authority_allowed(self.source, self.authority):
             raise ValueError(f"authority {self.authority!r} is above what source {self.source!r} earns")
-        if self.expires_at is not None and self.observed_at is not None and self.expires_at <= self.observed_at:
+        if (
+            self.expires_at is not None
+            and self.observed_at is not None
+            and self.expires_at <= self.observed_at
+        ):
             raise ValueError("expires_at must be after observed_at")
         if len(set(self.related_ids)) != len(self.related_ids):
             raise ValueError("related_ids contains duplicates")

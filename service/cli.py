@@ -58,9 +58,16 @@ def cmd_serve(args: argparse.Namespace) -> int:
         return 0
 
     asyncio.run(_with_db(settings, prepare, migrate_first=settings.auto_migrate))
-    where = f"embedded PostgreSQL under {settings.postgres_dir.resolve()}" if settings.embedded else "CTXMEM_DATABASE_URL"
+    where = (
+        f"embedded PostgreSQL under {settings.postgres_dir.resolve()}"
+        if settings.embedded
+        else "CTXMEM_DATABASE_URL"
+    )
     exe = sys.argv[0] if sys.argv and sys.argv[0] else "ctxmem"
-    print(f"ctxmem {migrate.head_revision()} serving on http://{settings.host}:{settings.port} ({where})", flush=True)
+    print(
+        f"ctxmem {migrate.head_revision()} serving on http://{settings.host}:{settings.port} ({where})",
+        flush=True,
+    )
     print(f"  API docs:   http://{settings.host}:{settings.port}/docs", flush=True)
     print(f"  create key: {exe} keys create --tenant demo --role agent   (in another terminal)", flush=True)
     uvicorn.run(

@@ -81,7 +81,11 @@ class IdempotencyKeyReused(ServiceError):
 
 
 class IdempotencyInProgress(ServiceError):
-    status, slug, title = 409, "idempotency-in-progress", "A request with this Idempotency-Key is still running"
+    status, slug, title = (
+        409,
+        "idempotency-in-progress",
+        "A request with this Idempotency-Key is still running",
+    )
 
 
 class Conflict(ServiceError):
@@ -148,7 +152,12 @@ def install_error_handlers(app: FastAPI) -> None:
         # A bad item in a batch body: name its index so the client can fix that one item.
         for e in raw:
             loc = e.get("loc", ())
-            if len(loc) >= 3 and loc[0] == "body" and loc[1] in ("items", "observations") and isinstance(loc[2], int):
+            if (
+                len(loc) >= 3
+                and loc[0] == "body"
+                and loc[1] in ("items", "observations")
+                and isinstance(loc[2], int)
+            ):
                 index = loc[2]
                 msg = f"{loc[1]}[{index}]: {'.'.join(str(p) for p in loc[3:]) or 'item'}: {e.get('msg', '')}"
                 batch_err = BatchItemInvalid(msg, index=index, errors=errors)

@@ -86,7 +86,9 @@ async def begin(
         return Idempotency(session, tenant_id, key)
     stored = (
         await session.execute(
-            select(IdempotencyRecord).where(IdempotencyRecord.tenant_id == tenant_id, IdempotencyRecord.key == key)
+            select(IdempotencyRecord).where(
+                IdempotencyRecord.tenant_id == tenant_id, IdempotencyRecord.key == key
+            )
         )
     ).scalar_one()
     if stored.request_hash != request_hash:

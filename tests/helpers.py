@@ -10,7 +10,7 @@ USER_TABLES = ("context_item", "event", "idempotency_record", "end_user")
 
 
 async def count_rows(db: Database, tenant_id: str, table: str, user_id: str | None = None) -> int:
-    sql = f"SELECT count(*) FROM {table} WHERE tenant_id = :t"  # noqa: S608 - table names are constants
+    sql = f"SELECT count(*) FROM {table} WHERE tenant_id = :t"  # table names are constants
     params = {"t": tenant_id}
     if user_id is not None:
         sql += " AND user_id = :u"

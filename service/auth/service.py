@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import hashlib
+import re
 import secrets
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
-from enum import Enum
+from enum import StrEnum
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -21,7 +22,7 @@ KEY_PREFIX = "cmk_"
 TENANT_PATTERN_MAX = 128
 
 
-class Permission(str, Enum):
+class Permission(StrEnum):
     ITEMS_WRITE = "items:write"
     ITEMS_READ = "items:read"
     WRITE_SYSTEM_AUTHORITY = "items:write-system"
@@ -74,8 +75,6 @@ async def create_key(
     session: AsyncSession, *, tenant_id: str, role: str, name: str | None, now: datetime, actor: str
 ) -> IssuedKey:
     """Create a key (and its tenant on first use). The secret is returned once and never stored."""
-    import re
-
     if not re.fullmatch(r"[A-Za-z0-9._:@-]{1,128}", tenant_id):
         raise ValidationFailed("tenant must be 1-128 characters of [A-Za-z0-9._:@-]")
     if role not in ROLE_PERMISSIONS:

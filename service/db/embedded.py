@@ -8,6 +8,7 @@ out stops it). That is how ``ctxmem keys create`` shares the database of a runni
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 from pathlib import Path
@@ -47,10 +48,9 @@ async def ensure_database(admin_uri: str, name: str) -> None:
     try:
         exists = await conn.fetchval("SELECT 1 FROM pg_database WHERE datname = $1", name)
         if not exists:
-            try:
+            # another process may create it between our check and our CREATE
+            with contextlib.suppress(asyncpg.DuplicateDatabaseError):
                 await conn.execute(f'CREATE DATABASE "{name}"')
-            except asyncpg.DuplicateDatabaseError:
-                pass  # another process created it between our check and our CREATE
     finally:
         await conn.close()
 
@@ -62,4 +62,3 @@ async def resolve_database_url(settings: Settings) -> tuple[str, Any]:
     server = await asyncio.to_thread(start_embedded, settings.postgres_dir)
     await ensure_database(server.get_uri(), DATABASE_NAME)
     return server.get_uri(DATABASE_NAME), server
-

@@ -67,7 +67,9 @@ class ApiKey(SQLModel, table=True):
 
     id: uuid.UUID = Field(sa_column=sa.Column(pg.UUID(as_uuid=True), primary_key=True))
     tenant_id: str = Field(
-        sa_column=sa.Column(sa.Text, sa.ForeignKey("tenant.id", ondelete="CASCADE"), nullable=False, index=True)
+        sa_column=sa.Column(
+            sa.Text, sa.ForeignKey("tenant.id", ondelete="CASCADE"), nullable=False, index=True
+        )
     )
     role: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
     name: str | None = Field(default=None, sa_column=sa.Column(sa.Text, nullable=True))
@@ -96,7 +98,9 @@ class ContextItem(SQLModel, table=True):
     __tablename__ = "context_item"
     __table_args__ = (
         sa.ForeignKeyConstraint(
-            ["tenant_id", "user_id"], ["end_user.tenant_id", "end_user.user_id"], name="fk_context_item_end_user"
+            ["tenant_id", "user_id"],
+            ["end_user.tenant_id", "end_user.user_id"],
+            name="fk_context_item_end_user",
         ),
         sa.CheckConstraint(_in("type", ITEM_TYPES), name="type"),
         sa.CheckConstraint(_in("source", SOURCES), name="source"),

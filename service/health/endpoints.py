@@ -27,7 +27,9 @@ async def readyz(request: Request) -> JSONResponse:
     ready = True
     try:
         async with db.engine.connect() as conn:
-            revision = (await conn.execute(text("SELECT version_num FROM alembic_version"))).scalar_one_or_none()
+            revision = (
+                await conn.execute(text("SELECT version_num FROM alembic_version"))
+            ).scalar_one_or_none()
         checks["database"] = "ok"
     except Exception as exc:  # any failure to reach the database means "not ready", with the reason
         checks["database"] = f"unreachable: {type(exc).__name__}"
@@ -37,10 +39,16 @@ async def readyz(request: Request) -> JSONResponse:
         # Ready at head, and also when the database is *ahead* of this code (a newer revision we do not
         # know): during a rolling update the old pods keep serving an expand-only migration.
         behind = revision is None or (revision != head and revision in known)
-        checks["migrations"] = {"database": revision, "code_head": head, "status": "behind" if behind else "ok"}
+        checks["migrations"] = {
+            "database": revision,
+            "code_head": head,
+            "status": "behind" if behind else "ok",
+        }
         ready = not behind
     checks["tokenizer"] = {
         "name": request.app.state.tokenizer.name,
         "exact": request.app.state.tokenizer.exact,
     }
-    return JSONResponse({"status": "ready" if ready else "not-ready", "checks": checks}, status_code=200 if ready else 503)
+    return JSONResponse(
+        {"status": "ready" if ready else "not-ready", "checks": checks}, status_code=200 if ready else 503
+    )

@@ -8,7 +8,16 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Query, Response
 
 from schemas.common import Domain, Identifier, Problem, SlotKey
-from schemas.items import ItemBatchCreate, ItemBatchResult, ItemCreate, ItemPage, ItemRead, ItemStatus, ItemType, Scope
+from schemas.items import (
+    ItemBatchCreate,
+    ItemBatchResult,
+    ItemCreate,
+    ItemPage,
+    ItemRead,
+    ItemStatus,
+    ItemType,
+    Scope,
+)
 from service.deps import (
     ClockDep,
     IdempotencyDep,
@@ -22,7 +31,8 @@ from service.items import service
 from service.items.service import ItemContext, ItemQuery
 
 ERRORS: dict[int | str, dict[str, object]] = {
-    code: {"model": Problem, "content": {"application/problem+json": {}}} for code in (401, 403, 404, 409, 413, 422)
+    code: {"model": Problem, "content": {"application/problem+json": {}}}
+    for code in (401, 403, 404, 409, 413, 422)
 }
 
 router = APIRouter(prefix="/v1/users/{user_id}/items", tags=["items"], responses=ERRORS)
@@ -44,7 +54,9 @@ async def create_item(
     return await idem.respond(item, 201)
 
 
-@router.post("/batch", status_code=201, response_model=ItemBatchResult, summary="Write up to 1,000 items at once")
+@router.post(
+    "/batch", status_code=201, response_model=ItemBatchResult, summary="Write up to 1,000 items at once"
+)
 async def create_batch(
     user_id: UserIdPath,
     body: ItemBatchCreate,
@@ -67,9 +79,11 @@ async def list_items(
     principal: PrincipalDep,
     settings: SettingsDep,
     clock: ClockDep,
-    type: Annotated[list[ItemType], Query()] = [],  # noqa: A002
-    scope: Annotated[list[Scope], Query()] = [],
-    status: Annotated[list[ItemStatus], Query(description="Taken literally; overrides the include_* flags")] = [],
+    type: Annotated[list[ItemType] | None, Query()] = None,
+    scope: Annotated[list[Scope] | None, Query()] = None,
+    status: Annotated[
+        list[ItemStatus] | None, Query(description="Taken literally; overrides the include_* flags")
+    ] = None,
     key: Annotated[SlotKey | None, Query()] = None,
     domain: Annotated[Domain | None, Query()] = None,
     session_id: Annotated[Identifier | None, Query()] = None,
@@ -82,9 +96,9 @@ async def list_items(
     cursor: Annotated[str | None, Query(max_length=512)] = None,
 ) -> ItemPage:
     query = ItemQuery(
-        types=list(type),
-        scopes=list(scope),
-        statuses=list(status),
+        types=list(type or []),
+        scopes=list(scope or []),
+        statuses=list(status or []),
         key=key,
         domain=domain,
         session_id=session_id,
@@ -100,11 +114,15 @@ async def list_items(
 
 
 @router.get("/{item_id}", response_model=ItemRead, summary="Read one item, whatever its status")
-async def get_item(user_id: UserIdPath, item_id: uuid.UUID, session: SessionDep, principal: PrincipalDep) -> ItemRead:
+async def get_item(
+    user_id: UserIdPath, item_id: uuid.UUID, session: SessionDep, principal: PrincipalDep
+) -> ItemRead:
     return await service.get_item(session, principal, user_id, item_id)
 
 
-@router.delete("/{item_id}", response_model=ItemRead, summary="Tombstone an item (kept for audit until purged)")
+@router.delete(
+    "/{item_id}", response_model=ItemRead, summary="Tombstone an item (kept for audit until purged)"
+)
 async def delete_item(
     user_id: UserIdPath,
     item_id: uuid.UUID,

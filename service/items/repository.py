@@ -26,8 +26,10 @@ async def ensure_user(session: AsyncSession, tenant_id: str, user_id: str, now: 
 
 
 async def user_exists(session: AsyncSession, tenant_id: str, user_id: str) -> bool:
-    stmt = select(func.count()).select_from(EndUser).where(
-        EndUser.tenant_id == tenant_id, EndUser.user_id == user_id
+    stmt = (
+        select(func.count())
+        .select_from(EndUser)
+        .where(EndUser.tenant_id == tenant_id, EndUser.user_id == user_id)
     )
     return bool((await session.execute(stmt)).scalar_one())
 
@@ -60,7 +62,9 @@ async def tombstone(session: AsyncSession, item_id: uuid.UUID, now: datetime, re
     await session.execute(
         update(ContextItem)
         .where(ContextItem.id == item_id)
-        .values(status="deleted", deleted_at=now, updated_at=now, status_reason=reason or "deleted by request")
+        .values(
+            status="deleted", deleted_at=now, updated_at=now, status_reason=reason or "deleted by request"
+        )
     )
 
 

@@ -13,7 +13,14 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from schemas.items import ItemCreate, ItemPage, ItemRead
 from scoring.items import authority_for_source, default_confidence, default_expires_at
 from service.auth.service import Permission, Principal
-from service.errors import BatchItemInvalid, Forbidden, ItemNotFound, PayloadTooLarge, UserNotFound, ValidationFailed
+from service.errors import (
+    BatchItemInvalid,
+    Forbidden,
+    ItemNotFound,
+    PayloadTooLarge,
+    UserNotFound,
+    ValidationFailed,
+)
 from service.events import record_events
 from service.ids import uuid7
 from service.items import repository
@@ -86,7 +93,9 @@ async def create_items(
         for i, item in enumerate(items):
             missing = [str(r) for r in item.related_ids if r not in found]
             if missing:
-                raise _fail(f"related_ids not found for this user: {', '.join(missing)}", i if batch else None)
+                raise _fail(
+                    f"related_ids not found for this user: {', '.join(missing)}", i if batch else None
+                )
 
     costs = ctx.tokenizer.count_many([item.content for item in items])
     rows: list[dict[str, Any]] = []
@@ -120,7 +129,9 @@ async def create_items(
                 "kind": item.kind,
                 "status": item.status,
                 "status_reason": None,
-                "confidence": item.confidence if item.confidence is not None else default_confidence(item.source),
+                "confidence": item.confidence
+                if item.confidence is not None
+                else default_confidence(item.source),
                 "observed_at": observed_at,
                 "created_at": now,
                 "updated_at": now,
@@ -190,7 +201,12 @@ class ItemQuery:
 
 
 async def list_items(
-    session: AsyncSession, principal: Principal, settings: Settings, user_id: str, query: ItemQuery, now: datetime
+    session: AsyncSession,
+    principal: Principal,
+    settings: Settings,
+    user_id: str,
+    query: ItemQuery,
+    now: datetime,
 ) -> ItemPage:
     principal.require(Permission.ITEMS_READ)
     await require_user(session, principal, user_id)

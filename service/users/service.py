@@ -32,7 +32,9 @@ async def check_export(session: AsyncSession, principal: Principal, user_id: str
     await require_user(session, principal, user_id)
 
 
-async def export_stream(db: Database, principal: Principal, user_id: str, now: datetime) -> AsyncIterator[bytes]:
+async def export_stream(
+    db: Database, principal: Principal, user_id: str, now: datetime
+) -> AsyncIterator[bytes]:
     """Everything stored about the user as one JSON document, produced row by row from one
     repeatable-read snapshot so that the sections agree with each other."""
     async with db.engine.connect() as conn:

@@ -59,13 +59,17 @@ async def test_other_tenant_sees_404_everywhere(
     r = await client.delete("/v1/users/alice", headers=other_tenant.admin)
     assert r.status_code == 404
     # Writing to "alice" in the other tenant creates that tenant's own alice, not ours.
-    r = await client.post("/v1/users/alice/items", json={"type": "fact", "content": "b"}, headers=other_tenant.agent)
+    r = await client.post(
+        "/v1/users/alice/items", json={"type": "fact", "content": "b"}, headers=other_tenant.agent
+    )
     assert r.status_code == 201
     listed = (await client.get("/v1/users/alice/items", headers=other_tenant.agent)).json()["items"]
     assert [i["content"] for i in listed] == ["b"]
     # Another tenant's item id cannot be used as a related id either.
     r = await client.post(
-        "/v1/users/alice/items", json={"type": "fact", "content": "c", "related_ids": [item_id]}, headers=other_tenant.agent
+        "/v1/users/alice/items",
+        json={"type": "fact", "content": "c", "related_ids": [item_id]},
+        headers=other_tenant.agent,
     )
     assert r.status_code == 422
     assert await tenant_rows(db, tenant.tenant_id) == before
@@ -80,8 +84,12 @@ async def test_roles(client: httpx.AsyncClient, tenant: TenantKeys, db: Database
     before = await tenant_rows(db, tenant.tenant_id)
     r = await client.post("/v1/users/alice/items", json=ITEM, headers=tenant.operator)
     assert r.status_code == 403 and r.json()["type"] == "urn:ctxmem:problem:forbidden"
-    assert (await client.post("/v1/users/alice/items/batch", json={"items": [ITEM]}, headers=tenant.operator)).status_code == 403
-    assert (await client.delete(f"/v1/users/alice/items/{item_id}", headers=tenant.operator)).status_code == 403
+    assert (
+        await client.post("/v1/users/alice/items/batch", json={"items": [ITEM]}, headers=tenant.operator)
+    ).status_code == 403
+    assert (
+        await client.delete(f"/v1/users/alice/items/{item_id}", headers=tenant.operator)
+    ).status_code == 403
     assert (await client.delete("/v1/users/alice", headers=tenant.operator)).status_code == 403
     # agent: no export, no erase, no system authority
     assert (await client.get("/v1/users/alice/export", headers=tenant.agent)).status_code == 403
@@ -93,7 +101,9 @@ async def test_roles(client: httpx.AsyncClient, tenant: TenantKeys, db: Database
     assert await tenant_rows(db, tenant.tenant_id) == before
     # admin: may write system rules, and only admin may delete them
     r = await client.post(
-        "/v1/users/alice/items", json={"type": "rule", "content": "Never share PII", "source": "system"}, headers=tenant.admin
+        "/v1/users/alice/items",
+        json={"type": "rule", "content": "Never share PII", "source": "system"},
+        headers=tenant.admin,
     )
     assert r.status_code == 201 and r.json()["authority"] == "system"
     rule_id = r.json()["id"]

@@ -38,7 +38,9 @@ def _ts(value: str) -> datetime:
 
 
 async def test_round_trip_of_every_field(client: httpx.AsyncClient, tenant: TenantKeys) -> None:
-    first = await client.post("/v1/users/u1/items", json={"type": "fact", "content": "x"}, headers=tenant.agent)
+    first = await client.post(
+        "/v1/users/u1/items", json={"type": "fact", "content": "x"}, headers=tenant.agent
+    )
     assert first.status_code == 201, first.text
     body = dict(FULL_ITEM, related_ids=[first.json()["id"]])
     r = await client.post("/v1/users/u1/items", json=body, headers=tenant.agent)
@@ -61,7 +63,9 @@ async def test_round_trip_of_every_field(client: httpx.AsyncClient, tenant: Tena
 
 async def test_server_side_defaults(client: httpx.AsyncClient, tenant: TenantKeys) -> None:
     before = datetime.now(UTC)
-    r = await client.post("/v1/users/u1/items", json={"type": "fact", "content": "The team is small."}, headers=tenant.agent)
+    r = await client.post(
+        "/v1/users/u1/items", json={"type": "fact", "content": "The team is small."}, headers=tenant.agent
+    )
     assert r.status_code == 201, r.text
     item = r.json()
     assert item["source"] == "model"
@@ -72,7 +76,9 @@ async def test_server_side_defaults(client: httpx.AsyncClient, tenant: TenantKey
     assert item["hard"] is False
     assert item["confidence"] == 0.5
     assert item["expires_at"] is None  # facts last until replaced
-    assert before - timedelta(seconds=1) <= _ts(item["observed_at"]) <= datetime.now(UTC) + timedelta(seconds=1)
+    assert (
+        before - timedelta(seconds=1) <= _ts(item["observed_at"]) <= datetime.now(UTC) + timedelta(seconds=1)
+    )
     assert item["created_at"] == item["observed_at"]
 
     r = await client.post(
@@ -84,7 +90,9 @@ async def test_server_side_defaults(client: httpx.AsyncClient, tenant: TenantKey
     )
     assert r.json()["authority"] == "tool"
     r = await client.post(
-        "/v1/users/u1/items", json={"type": "summary", "content": "s", "source": "summary"}, headers=tenant.agent
+        "/v1/users/u1/items",
+        json={"type": "summary", "content": "s", "source": "summary"},
+        headers=tenant.agent,
     )
     assert r.json()["authority"] == "summary"
     # An explicit lower authority is kept.
@@ -100,7 +108,12 @@ async def test_expiry_defaults_by_type_and_scope(client: httpx.AsyncClient, tena
     observed = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
     r = await client.post(
         "/v1/users/u1/items",
-        json={"type": "tool_result", "content": "QPS 50k", "source": "tool", "observed_at": observed.isoformat()},
+        json={
+            "type": "tool_result",
+            "content": "QPS 50k",
+            "source": "tool",
+            "observed_at": observed.isoformat(),
+        },
         headers=tenant.agent,
     )
     assert _ts(r.json()["expires_at"]) == observed + timedelta(minutes=30)
@@ -136,7 +149,9 @@ async def test_token_cost_english_chinese_mixed(client: httpx.AsyncClient, tenan
     }
     costs = {}
     for text in cases:
-        r = await client.post("/v1/users/u1/items", json={"type": "fact", "content": text}, headers=tenant.agent)
+        r = await client.post(
+            "/v1/users/u1/items", json={"type": "fact", "content": text}, headers=tenant.agent
+        )
         assert r.status_code == 201
         costs[text] = r.json()["token_cost"]
     assert costs["hello world"] == 2
@@ -164,7 +179,13 @@ async def test_list_filters_pagination_and_hidden_statuses(
         {"type": "fact", "content": f"fact {i}", "domain": "phone" if i % 2 else "finance"} for i in range(7)
     ] + [
         {"type": "goal", "content": "ship", "scope": "session", "session_id": "s9"},
-        {"type": "constraint", "content": "no redis cluster", "key": "cache.exclude", "scope": "task", "task_id": "k1"},
+        {
+            "type": "constraint",
+            "content": "no redis cluster",
+            "key": "cache.exclude",
+            "scope": "task",
+            "task_id": "k1",
+        },
         {
             "type": "tool_result",
             "content": "old",
@@ -220,7 +241,9 @@ async def test_list_filters_pagination_and_hidden_statuses(
     assert await count_rows(db, tenant.tenant_id, "context_item", "u2") == 10  # a tombstone, not a delete
 
 
-async def test_delete_tombstones_and_records_event(client: httpx.AsyncClient, tenant: TenantKeys, db: Database) -> None:
+async def test_delete_tombstones_and_records_event(
+    client: httpx.AsyncClient, tenant: TenantKeys, db: Database
+) -> None:
     r = await client.post("/v1/users/u3/items", json={"type": "fact", "content": "tmp"}, headers=tenant.agent)
     item_id = r.json()["id"]
     events_before = await count_rows(db, tenant.tenant_id, "event", "u3")

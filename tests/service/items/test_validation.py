@@ -46,7 +46,12 @@ BAD_BODIES: list[tuple[str, object, int, str]] = [
     ("stage scope without id", with_(scope="stage", task_id="t"), 422, "stage_id"),
     ("hard non-constraint", with_(hard=True), 422, "constraints"),
     ("model claiming user authority", with_(source="model", authority="user"), 422, "authority"),
-    ("expires before observed", with_(observed_at="2026-11-30T10:00:00Z", expires_at="2026-11-30T09:00:00Z"), 422, "expires_at"),
+    (
+        "expires before observed",
+        with_(observed_at="2026-11-30T10:00:00Z", expires_at="2026-11-30T09:00:00Z"),
+        422,
+        "expires_at",
+    ),
     ("future observed_at", with_(observed_at="2099-01-01T00:00:00Z"), 422, "future"),
     ("bad key chars", with_(key="has space"), 422, "key"),
     ("nul in key", with_(key="a\x00"), 422, "key"),
@@ -58,7 +63,12 @@ BAD_BODIES: list[tuple[str, object, int, str]] = [
     ("too deep value", with_(value=json.loads("[" * 40 + "]" * 40)), 422, "value"),
     ("bad related id", with_(related_ids=["not-a-uuid"]), 422, "related_ids"),
     ("unknown related id", with_(related_ids=["01a22f7f-09c6-71cb-8646-e35e5b608177"]), 422, "related_ids"),
-    ("duplicate related ids", with_(related_ids=["01a22f7f-09c6-71cb-8646-e35e5b608177"] * 2), 422, "duplicates"),
+    (
+        "duplicate related ids",
+        with_(related_ids=["01a22f7f-09c6-71cb-8646-e35e5b608177"] * 2),
+        422,
+        "duplicates",
+    ),
     ("unknown variant", with_(variants={"tiny": "x"}), 422, "variants"),
     ("nul in variant", with_(variants={"condensed": "\x00"}), 422, "variants"),
     ("content is a number", with_(content=5), 422, "content"),
@@ -71,7 +81,13 @@ BAD_BODIES: list[tuple[str, object, int, str]] = [
 
 @pytest.mark.parametrize(("name", "body", "status", "mention"), BAD_BODIES, ids=[b[0] for b in BAD_BODIES])
 async def test_bad_item_is_rejected_and_writes_nothing(
-    client: httpx.AsyncClient, tenant: TenantKeys, db: Database, name: str, body: object, status: int, mention: str
+    client: httpx.AsyncClient,
+    tenant: TenantKeys,
+    db: Database,
+    name: str,
+    body: object,
+    status: int,
+    mention: str,
 ) -> None:
     seed = await client.post("/v1/users/u1/items", json=GOOD, headers=tenant.agent)
     assert seed.status_code == 201
@@ -96,7 +112,10 @@ RAW_BODIES = [
     ("invalid json", b'{"type": "fact", "content": '),
     ("empty body", b""),
     ("not utf-8", b'{"type": "fact", "content": "\xff\xfe"}'),
-    ("deeply nested json", b'{"type": "fact", "content": "x", "value": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"),
+    (
+        "deeply nested json",
+        b'{"type": "fact", "content": "x", "value": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",
+    ),
 ]
 
 
@@ -146,9 +165,7 @@ async def test_bad_ids_and_query_parameters_are_422(
 
 
 async def test_cursor_from_other_order_is_rejected(client: httpx.AsyncClient, tenant: TenantKeys) -> None:
-    await client.post(
-        "/v1/users/u1/items/batch", json={"items": [GOOD, GOOD, GOOD]}, headers=tenant.agent
-    )
+    await client.post("/v1/users/u1/items/batch", json={"items": [GOOD, GOOD, GOOD]}, headers=tenant.agent)
     page = (await client.get("/v1/users/u1/items?limit=1&order=asc", headers=tenant.agent)).json()
     r = await client.get(f"/v1/users/u1/items?order=desc&cursor={page['next_cursor']}", headers=tenant.agent)
     assert r.status_code == 422
@@ -173,7 +190,9 @@ async def test_oversize_body_is_413(client: httpx.AsyncClient, tenant: TenantKey
     assert await tenant_rows(db, tenant.tenant_id) == before
 
 
-async def test_batch_limits_and_atomicity(client: httpx.AsyncClient, tenant: TenantKeys, db: Database) -> None:
+async def test_batch_limits_and_atomicity(
+    client: httpx.AsyncClient, tenant: TenantKeys, db: Database
+) -> None:
     before = await tenant_rows(db, tenant.tenant_id)
     r = await client.post("/v1/users/u1/items/batch", json={"items": [GOOD] * 1001}, headers=tenant.agent)
     assert r.status_code == 413

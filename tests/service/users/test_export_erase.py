@@ -13,10 +13,14 @@ from tests.conftest import TenantKeys
 from tests.helpers import USER_TABLES, count_rows
 
 
-async def test_export_then_erase_leaves_zero_rows(client: httpx.AsyncClient, tenant: TenantKeys, db: Database) -> None:
+async def test_export_then_erase_leaves_zero_rows(
+    client: httpx.AsyncClient, tenant: TenantKeys, db: Database
+) -> None:
     items = [{"type": "fact", "content": f"fact {i} 数据", "value": {"i": i}} for i in range(25)]
     r = await client.post(
-        "/v1/users/carol/items/batch", json={"items": items}, headers={**tenant.agent, "Idempotency-Key": "b1"}
+        "/v1/users/carol/items/batch",
+        json={"items": items},
+        headers={**tenant.agent, "Idempotency-Key": "b1"},
     )
     assert r.status_code == 201
     ids = [i["id"] for i in r.json()["items"]]
@@ -31,7 +35,9 @@ async def test_export_then_erase_leaves_zero_rows(client: httpx.AsyncClient, ten
     assert doc["user_id"] == "carol" and doc["tenant_id"] == tenant.tenant_id
     assert sorted(i["id"] for i in doc["items"]) == sorted(ids)
     assert {i["status"] for i in doc["items"]} == {"available", "deleted"}
-    assert [i["value"] for i in doc["items"] if i["status"] == "available"] == [{"i": i} for i in range(1, 25)]
+    assert [i["value"] for i in doc["items"] if i["status"] == "available"] == [
+        {"i": i} for i in range(1, 25)
+    ]
     actions = [e["action"] for e in doc["events"]]
     assert actions.count("item.created") == 25 and actions.count("item.deleted") == 1
 
@@ -46,13 +52,19 @@ async def test_export_then_erase_leaves_zero_rows(client: httpx.AsyncClient, ten
     async with db.engine.connect() as conn:
         leaked = (
             await conn.execute(
-                text("SELECT count(*) FROM event WHERE tenant_id = :t AND (after::text LIKE '%carol%' OR entity_id = 'carol')"),
+                text(
+                    "SELECT count(*) FROM event WHERE tenant_id = :t"
+                    " AND (after::text LIKE '%carol%' OR entity_id = 'carol')"
+                ),
                 {"t": tenant.tenant_id},
             )
         ).scalar_one()
         erasure = (
             await conn.execute(
-                text("SELECT user_id, entity_id, after FROM event WHERE tenant_id = :t AND action = 'user.erased'"),
+                text(
+                    "SELECT user_id, entity_id, after FROM event"
+                    " WHERE tenant_id = :t AND action = 'user.erased'"
+                ),
                 {"t": tenant.tenant_id},
             )
         ).one()
@@ -69,7 +81,9 @@ async def test_export_then_erase_leaves_zero_rows(client: httpx.AsyncClient, ten
     assert (await client.delete("/v1/users/carol", headers=tenant.admin)).status_code == 404
 
 
-async def test_export_of_large_user_streams(client: httpx.AsyncClient, tenant: TenantKeys, db: Database) -> None:
+async def test_export_of_large_user_streams(
+    client: httpx.AsyncClient, tenant: TenantKeys, db: Database
+) -> None:
     for n in range(3):
         batch = [{"type": "episode", "content": f"turn {n}-{i} " + "x" * 400} for i in range(1000)]
         r = await client.post("/v1/users/big/items/batch", json={"items": batch}, headers=tenant.agent)

@@ -41,7 +41,9 @@ def upgrade() -> None:
         sa.Column("created_at", TS, nullable=False),
         sa.Column("revoked_at", TS, nullable=True),
         sa.PrimaryKeyConstraint("id", name="pk_api_key"),
-        sa.ForeignKeyConstraint(["tenant_id"], ["tenant.id"], name="fk_api_key_tenant_id_tenant", ondelete="CASCADE"),
+        sa.ForeignKeyConstraint(
+            ["tenant_id"], ["tenant.id"], name="fk_api_key_tenant_id_tenant", ondelete="CASCADE"
+        ),
         sa.UniqueConstraint("secret_hash", name="uq_api_key_secret_hash"),
         sa.CheckConstraint(_in("role", ("agent", "operator", "admin")), name="ck_api_key_role"),
     )
@@ -96,16 +98,24 @@ def upgrade() -> None:
         sa.Column("token_model", sa.Text, nullable=False),
         sa.Column("variants", pg.JSONB, nullable=True),
         sa.Column(
-            "related_ids", pg.ARRAY(pg.UUID(as_uuid=True)), nullable=False, server_default=sa.text("'{}'::uuid[]")
+            "related_ids",
+            pg.ARRAY(pg.UUID(as_uuid=True)),
+            nullable=False,
+            server_default=sa.text("'{}'::uuid[]"),
         ),
         sa.PrimaryKeyConstraint("id", name="pk_context_item"),
         sa.ForeignKeyConstraint(
-            ["tenant_id", "user_id"], ["end_user.tenant_id", "end_user.user_id"], name="fk_context_item_end_user"
+            ["tenant_id", "user_id"],
+            ["end_user.tenant_id", "end_user.user_id"],
+            name="fk_context_item_end_user",
         ),
         sa.CheckConstraint(_in("type", item_types), name="ck_context_item_type"),
-        sa.CheckConstraint(_in("source", ("system", "user", "tool", "summary", "model")), name="ck_context_item_source"),
         sa.CheckConstraint(
-            _in("authority", ("system", "user", "tool", "summary", "inferred")), name="ck_context_item_authority"
+            _in("source", ("system", "user", "tool", "summary", "model")), name="ck_context_item_source"
+        ),
+        sa.CheckConstraint(
+            _in("authority", ("system", "user", "tool", "summary", "inferred")),
+            name="ck_context_item_authority",
         ),
         sa.CheckConstraint(
             _in("scope", ("step", "stage", "task", "session", "user", "global")), name="ck_context_item_scope"
@@ -155,7 +165,8 @@ def upgrade() -> None:
         """
     )
     op.execute(
-        "CREATE TRIGGER event_append_only BEFORE UPDATE ON event FOR EACH ROW EXECUTE FUNCTION event_reject_update()"
+        "CREATE TRIGGER event_append_only BEFORE UPDATE ON event "
+        "FOR EACH ROW EXECUTE FUNCTION event_reject_update()"
     )
 
     op.create_table(
