@@ -1,0 +1,1135 @@
+"""Batch ingest: N items for M users through the real service, against raw asyncpg in the same run.
+
+    python -m bench.ingest [--items 100000] [--users 100] [--batch 1000] [--concurrency 2]
+                           [--database-url URL] [--in-process]
+
+Paths, each writing the same generated items into a tenant of its own:
+
+* ``service/http``   a real ``ctxmem serve`` (uvicorn) in a subprocess, batches POSTed over loopback with
+                     ``--concurrency`` requests in flight, each with an ``Idempotency-Key``: validation,
+                     token counting, item + event inserts and the idempotency record are all measured.
+* ``service/asgi``   (``--in-process``) the same app called through ``httpx.ASGITransport`` in this process,
+                     to show what the HTTP server and the socket cost.
+* ``raw executemany`` the same rows (same columns and values, token_cost precomputed) inserted with asyncpg
+                     ``executemany``, one connection, one transaction per batch. The ratio baseline.
+* ``raw executemany + events``  as above plus one event row per item, like the service writes.
+* ``raw COPY``       asyncpg ``copy_records_to_table``: the fastest way PostgreSQL takes rows.
+
+The target (DESIGN §6) is ≥ 5,000 items/s over HTTP with token counting, events and idempotency.
+Results are printed and written to ``bench/results/ingest.json``.
+"""
+
+# The generated Chinese text uses full-width punctuation on purpose.
+# ruff: noqa: RUF001
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import math
+import os
+import platform
+import random
+import secrets
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+import httpx
+import psutil
+
+from scoring.items import authority_for_source, default_confidence, default_expires_at
+from service.auth.service import create_key
+from service.clock import Clock
+from service.db import migrate
+from service.db.embedded import ensure_database, start_embedded
+from service.db.engine import Database, create_database, plain_url, session_scope
+from service.ids import uuid7
+from service.settings import Settings
+from service.tokenizer import Tokenizer, build_tokenizer
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = Path(__file__).resolve().parent / "results" / "ingest.json"
+TARGET_ITEMS_PER_S = 5_000
+RSS_TARGET_MB = 250
+BENCH_DATABASE = "ctxmem_bench"
+
+ITEM_COLUMNS = (
+    "id",
+    "tenant_id",
+    "user_id",
+    "type",
+    "content",
+    "key",
+    "value",
+    "domain",
+    "source",
+    "authority",
+    "scope",
+    "session_id",
+    "task_id",
+    "stage_id",
+    "step_id",
+    "hard",
+    "kind",
+    "status",
+    "status_reason",
+    "confidence",
+    "observed_at",
+    "created_at",
+    "updated_at",
+    "expires_at",
+    "valid_to",
+    "deleted_at",
+    "superseded_by",
+    "token_cost",
+    "token_model",
+    "variants",
+    "related_ids",
+)
+EVENT_COLUMNS = (
+    "id",
+    "tenant_id",
+    "user_id",
+    "actor",
+    "actor_role",
+    "action",
+    "entity_type",
+    "entity_id",
+    "reason",
+    "before",
+    "after",
+    "created_at",
+)
+
+
+def _insert_sql(table: str, columns: Sequence[str]) -> str:
+    placeholders = ", ".join(f"${i}" for i in range(1, len(columns) + 1))
+    return f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({placeholders})"
+
+
+# --------------------------------------------------------------------------------------------------
+# Deterministic, realistic items
+# --------------------------------------------------------------------------------------------------
+
+CITIES = [
+    "Shanghai",
+    "Berlin",
+    "Austin",
+    "Lisbon",
+    "Osaka",
+    "Nairobi",
+    "Toronto",
+    "Hangzhou",
+    "Seville",
+    "Perth",
+]
+FOODS = ["spicy Sichuan food", "vegan dishes", "sushi", "dim sum", "anything with peanuts", "dark chocolate"]
+TOOLS = [
+    "flight_search",
+    "weather",
+    "calendar.lookup",
+    "crm.get_account",
+    "sql.query",
+    "web.fetch",
+    "stock_quote",
+]
+PHONES = ["Pixel 9", "iPhone 16 Pro", "Galaxy S25", "Xiaomi 15", "Nothing Phone 3"]
+DOMAINS = ["phone", "finance", "travel", "food", "work", "health", "shopping", "family", "code"]
+KEYS = {
+    "fact": ["home.city", "employer", "phone.model", "kids.count", "birthday.month", "timezone"],
+    "preference": ["diet", "reply.language", "tone", "seat", "airline", "notify.channel", "units"],
+    "constraint": ["budget", "cache.exclude", "allergy", "travel.max_hours", "meeting.no_before"],
+    "decision": ["vendor", "plan.tier", "hotel"],
+    "goal": ["savings.target", "fitness.goal"],
+    "entity": ["manager", "partner.name", "pet"],
+    "plan": ["trip.itinerary", "release.steps"],
+}
+EN_SENTENCES = [
+    "The user said they live in {city} and commute by bike most days.",
+    "They prefer {food} and asked to avoid long restaurant queues.",
+    "Budget for the {domain} project is capped at {n} USD per month, agreed on {weekday}.",
+    "The user switched to a {phone} last spring and wants setup tips for it.",
+    "When answering, keep replies short and skip the small talk unless asked.",
+    "They mentioned a meeting with the finance team every {weekday} at {hour}:00.",
+    "Do not suggest flights with more than one stop; the user gets motion sick.",
+    "Last session we compared three hosting plans and picked the middle one for cost reasons.",
+    "The user's manager is called {name} and reviews all travel bookings above {n} USD.",
+    "Their daughter starts school in {city} in September, so weekday mornings are busy.",
+    "The agent ran {tool} and got {n} results; the cheapest option was rejected as too slow.",
+    "They asked to be reminded about the insurance renewal two weeks before it is due.",
+    "The user corrected an earlier note: the apartment is in {city}, not near the airport.",
+    "Prefers metric units, 24-hour time and ISO dates in every answer.",
+    "Said plainly: never share the home address with third-party booking tools.",
+    "We drafted a plan with {n} steps; step two is blocked on a missing invoice.",
+    "The user is learning Mandarin and likes short vocabulary drills after lunch.",
+    "Mentioned an allergy to {food}, confirmed twice in separate conversations.",
+]
+ZH_SENTENCES = [
+    "用户住在{city_zh}，平时骑自行车上班。",
+    "用户不吃辣，点餐时请避开川菜和火锅。",
+    "本月{domain_zh}预算上限为{n}元，超过需要再确认。",
+    "用户去年换了新手机，希望得到数据迁移的步骤说明。",
+    "回答请简洁，不要寒暄，直接给出结论和理由。",
+    "每周{weekday_zh}上午{hour}点有例会，期间不要安排其他事项。",
+    "上次会话比较了三个方案，最后选择了性价比最高的那个。",
+    "用户的经理叫{name_zh}，所有超过{n}元的报销都需要他审批。",
+    "孩子九月开学，工作日早上比较忙，消息请推迟到十点以后。",
+    "工具返回了{n}条结果，最便宜的选项因为转机时间太长被放弃了。",
+    "请在保险到期前两周提醒用户续保。",
+    "用户纠正了之前的记录：公寓在市中心，不在机场附近。",
+    "所有日期请使用年月日格式，时间使用二十四小时制。",
+    "明确要求：不得把家庭住址提供给第三方订票工具。",
+    "我们制定了{n}个步骤的计划，第二步因为缺少发票而暂停。",
+    "用户正在学习英语口语，喜欢午饭后做十分钟的练习。",
+]
+CITIES_ZH = ["上海", "杭州", "北京", "深圳", "成都", "南京", "广州", "西安"]
+DOMAINS_ZH = ["旅行", "装修", "餐饮", "培训", "办公"]
+WEEKDAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday"]
+WEEKDAYS_ZH = ["一", "二", "三", "四", "五"]
+NAMES = ["Priya", "Tomás", "Mei", "Jonas", "Aiko", "Kwame"]
+NAMES_ZH = ["王伟", "李娜", "张敏", "刘洋"]
+
+TYPE_WEIGHTS = {
+    "fact": 24,
+    "preference": 18,
+    "constraint": 10,
+    "tool_result": 15,
+    "episode": 14,
+    "decision": 5,
+    "goal": 4,
+    "entity": 4,
+    "plan": 4,
+    "summary": 2,
+}
+CONTENT_RANGE = {"episode": (300, 600), "tool_result": (100, 600)}
+DEFAULT_RANGE = (50, 400)
+SOURCES = {
+    "fact": ["user", "user", "model", "tool"],
+    "preference": ["user", "user", "model"],
+    "constraint": ["user"],
+    "tool_result": ["tool"],
+    "episode": ["summary", "model"],
+    "summary": ["summary"],
+}
+
+
+def _fill(rng: random.Random, template: str) -> str:
+    return template.format(
+        city=rng.choice(CITIES),
+        food=rng.choice(FOODS),
+        domain=rng.choice(DOMAINS),
+        phone=rng.choice(PHONES),
+        weekday=rng.choice(WEEKDAYS),
+        hour=rng.randint(8, 17),
+        n=rng.randint(2, 5000),
+        name=rng.choice(NAMES),
+        tool=rng.choice(TOOLS),
+        city_zh=rng.choice(CITIES_ZH),
+        domain_zh=rng.choice(DOMAINS_ZH),
+        weekday_zh=rng.choice(WEEKDAYS_ZH),
+        name_zh=rng.choice(NAMES_ZH),
+    )
+
+
+def _prose(rng: random.Random, lo: int, hi: int, chinese: bool) -> str:
+    target = rng.randint(lo, hi)
+    pool, sep = (ZH_SENTENCES, "") if chinese else (EN_SENTENCES, " ")
+    text = ""
+    while len(text) < target:
+        text += (sep if text else "") + _fill(rng, rng.choice(pool))
+    if len(text) <= hi:
+        return text
+    if chinese:
+        return text[: hi - 1] + "。"
+    cut = text.rfind(" ", lo, hi)
+    return (text[:cut] if cut > 0 else text[:hi]).rstrip(",;") + "…"
+
+
+def _tool_output(rng: random.Random, lo: int, hi: int) -> tuple[str, Any]:
+    tool = rng.choice(TOOLS)
+    target = rng.randint(lo, hi)
+    doc: dict[str, Any] = {"tool": tool, "status": "ok", "took_ms": rng.randint(3, 900), "results": []}
+    text = json.dumps(doc, ensure_ascii=False)
+    while True:
+        doc["results"].append(
+            {
+                "id": f"r{rng.randint(1000, 99999)}",
+                "title": rng.choice(CITIES + CITIES_ZH + PHONES),
+                "price": round(rng.uniform(5, 3000), 2),
+                "score": round(rng.random(), 3),
+            }
+        )
+        candidate = json.dumps(doc, ensure_ascii=False)
+        if len(candidate) > hi:
+            doc["results"].pop()
+            break
+        text = candidate
+        if len(text) >= target:
+            break
+    summary = {"tool": tool, "count": len(doc["results"])}
+    return text, summary
+
+
+def _key_value(rng: random.Random, item_type: str) -> tuple[str | None, Any]:
+    keys = KEYS.get(item_type)
+    if not keys or rng.random() > 0.45:
+        return None, None
+    key = rng.choice(keys)
+    value: Any
+    roll = rng.random()
+    if key == "budget":
+        value = {"max": rng.randint(100, 20000), "currency": rng.choice(["USD", "CNY", "EUR"])}
+    elif roll < 0.4:
+        value = rng.choice(CITIES + FOODS + PHONES + CITIES_ZH)
+    elif roll < 0.6:
+        value = rng.randint(0, 100)
+    elif roll < 0.8:
+        value = {"value": rng.choice(DOMAINS), "since": f"202{rng.randint(0, 6)}-0{rng.randint(1, 9)}"}
+    else:
+        value = None
+    return key, value
+
+
+def generate_item(rng: random.Random, anchor: datetime) -> dict[str, Any]:
+    """One item as a client would send it: only the fields it sets."""
+    item_type = rng.choices(list(TYPE_WEIGHTS), weights=list(TYPE_WEIGHTS.values()))[0]
+    lo, hi = CONTENT_RANGE.get(item_type, DEFAULT_RANGE)
+    chinese = rng.random() < 0.35
+    item: dict[str, Any] = {"type": item_type}
+    value: Any = None
+    if item_type == "tool_result":
+        item["content"], value = _tool_output(rng, lo, hi)
+    else:
+        item["content"] = _prose(rng, lo, hi, chinese)
+    key, slot_value = _key_value(rng, item_type)
+    if key is not None:
+        item["key"] = key
+        value = slot_value if slot_value is not None else value
+    if value is not None:
+        item["value"] = value
+    if rng.random() < 0.45:
+        item["domain"] = rng.choice(DOMAINS)
+    item["source"] = rng.choice(SOURCES.get(item_type, ["user", "model", "summary"]))
+    if item_type == "preference":
+        item["kind"] = "opinion"
+    if item_type == "constraint" and rng.random() < 0.5:
+        item["hard"] = True
+    roll = rng.random()
+    if (item_type in ("tool_result", "episode") and roll < 0.6) or roll < 0.12:
+        item["scope"] = "session"
+        item["session_id"] = f"s-{rng.randint(1, 40):03d}"
+    elif item_type == "plan" or roll < 0.16:
+        item["scope"] = "task"
+        item["task_id"] = f"task-{rng.randint(1, 15)}"
+    elif roll < 0.17:
+        item["scope"] = "step"
+        item["task_id"] = f"task-{rng.randint(1, 15)}"
+        item["step_id"] = f"step-{rng.randint(1, 9)}"
+    if rng.random() < 0.3:
+        item["confidence"] = round(rng.uniform(0.3, 1.0), 2)
+    if rng.random() < 0.25:
+        observed = anchor - timedelta(minutes=rng.randint(1, 90 * 24 * 60))
+        item["observed_at"] = observed.isoformat()
+        if rng.random() < 0.1:
+            item["expires_at"] = (observed + timedelta(days=rng.randint(30, 400))).isoformat()
+    if rng.random() < 0.05:
+        item["variants"] = {"condensed": item["content"][: max(20, len(item["content"]) // 3)]}
+    return item
+
+
+@dataclass
+class Batch:
+    user_id: str
+    index: int
+    items: list[dict[str, Any]]
+    body: bytes = b""
+
+
+def generate(n_items: int, n_users: int, batch_size: int, seed: int, anchor: datetime) -> list[Batch]:
+    rng = random.Random(seed)
+    base, extra = divmod(n_items, n_users)
+    batches: list[Batch] = []
+    for u in range(n_users):
+        user_id = f"user-{u:04d}"
+        items = [generate_item(rng, anchor) for _ in range(base + (1 if u < extra else 0))]
+        for i in range(0, len(items), batch_size):
+            batches.append(Batch(user_id, i // batch_size, items[i : i + batch_size]))
+    for b in batches:
+        b.body = json.dumps({"items": b.items}, ensure_ascii=False, separators=(",", ":")).encode()
+    return batches
+
+
+# --------------------------------------------------------------------------------------------------
+# The rows the service would write, for the raw baselines
+# --------------------------------------------------------------------------------------------------
+
+
+def _dt(value: str | None) -> datetime | None:
+    return datetime.fromisoformat(value) if value is not None else None
+
+
+def _json(value: Any) -> str | None:
+    return None if value is None else json.dumps(value, ensure_ascii=False)
+
+
+def item_row(
+    item: dict[str, Any],
+    tenant_id: str,
+    user_id: str,
+    cost: int,
+    settings: Settings,
+    token_model: str,
+    now: datetime,
+) -> tuple[Any, ...]:
+    """The context_item row ``service.items.service.create_items`` builds for this item (same defaults)."""
+    source = item.get("source", "model")
+    scope = item.get("scope", "user")
+    observed_at = _dt(item.get("observed_at")) or now
+    expires_at = _dt(item.get("expires_at")) or default_expires_at(
+        item_type=item["type"],
+        scope=scope,
+        observed_at=observed_at,
+        type_ttl_seconds=settings.type_ttl_seconds,
+        scope_ttl_seconds=settings.scope_ttl_seconds,
+    )
+    confidence = item.get("confidence")
+    return (
+        uuid7(),
+        tenant_id,
+        user_id,
+        item["type"],
+        item["content"],
+        item.get("key"),
+        _json(item.get("value")),
+        item.get("domain"),
+        source,
+        item.get("authority") or authority_for_source(source),
+        scope,
+        item.get("session_id"),
+        item.get("task_id"),
+        item.get("stage_id"),
+        item.get("step_id"),
+        item.get("hard", False),
+        item.get("kind", "fact"),
+        item.get("status", "available"),
+        None,
+        confidence if confidence is not None else default_confidence(source),
+        observed_at,
+        now,
+        now,
+        expires_at,
+        None,
+        None,
+        None,
+        cost,
+        token_model,
+        _json(item.get("variants")),
+        [],
+    )
+
+
+def event_row(row: tuple[Any, ...], actor: str, now: datetime) -> tuple[Any, ...]:
+    c = dict(zip(ITEM_COLUMNS, row, strict=True))
+    after = {k: c[k] for k in ("type", "key", "scope", "status", "authority", "token_cost")}
+    return (
+        uuid7(),
+        c["tenant_id"],
+        c["user_id"],
+        actor,
+        "agent",
+        "item.created",
+        "context_item",
+        str(c["id"]),
+        "batch write",
+        None,
+        json.dumps(after),
+        now,
+    )
+
+
+@dataclass
+class RawBatch:
+    items: list[tuple[Any, ...]]
+    events: list[tuple[Any, ...]] = field(default_factory=list)
+
+
+def raw_batches(
+    batches: Sequence[Batch],
+    costs: Iterator[int],
+    tenant_id: str,
+    settings: Settings,
+    token_model: str,
+    *,
+    with_events: bool,
+) -> list[RawBatch]:
+    now = datetime.now(UTC)
+    out: list[RawBatch] = []
+    for b in batches:
+        rows = [item_row(it, tenant_id, b.user_id, next(costs), settings, token_model, now) for it in b.items]
+        events = [event_row(r, "key:raw-bench", now) for r in rows] if with_events else []
+        out.append(RawBatch(rows, events))
+    return out
+
+
+# --------------------------------------------------------------------------------------------------
+# Measurements
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class PathResult:
+    name: str
+    tenant_id: str
+    items: int
+    seconds: float
+    requests: int
+    latencies_ms: list[float] = field(default_factory=list)
+    note: str = ""
+
+    @property
+    def items_per_s(self) -> float:
+        return self.items / self.seconds if self.seconds > 0 else math.inf
+
+    def percentile(self, q: float) -> float | None:
+        if not self.latencies_ms:
+            return None
+        if len(self.latencies_ms) == 1:
+            return self.latencies_ms[0]
+        return statistics.quantiles(self.latencies_ms, n=100, method="inclusive")[int(q) - 1]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "path": self.name,
+            "tenant_id": self.tenant_id,
+            "items": self.items,
+            "seconds": round(self.seconds, 4),
+            "items_per_s": round(self.items_per_s, 1),
+            "requests": self.requests,
+            "latency_ms_p50": _round(self.percentile(50)),
+            "latency_ms_p95": _round(self.percentile(95)),
+            "latency_ms_max": _round(max(self.latencies_ms) if self.latencies_ms else None),
+            "note": self.note,
+        }
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 2)
+
+
+class BenchFailure(RuntimeError):
+    pass
+
+
+async def post_batches(
+    client: httpx.AsyncClient,
+    batches: Sequence[Batch],
+    headers: dict[str, str],
+    run_id: str,
+    concurrency: int,
+) -> tuple[float, list[float], bytes]:
+    """POST every batch with ``concurrency`` requests in flight; returns wall seconds, per-request
+    latencies (ms) and the first response body (for the replay check)."""
+    jobs = iter(batches)
+    latencies: list[float] = []
+    failures: list[str] = []
+    first_body: list[bytes] = []
+
+    async def worker() -> None:
+        for b in jobs:
+            h = {**headers, "Idempotency-Key": f"bench-{run_id}-{b.user_id}-{b.index}"}
+            t0 = time.perf_counter()
+            response = await client.post(f"/v1/users/{b.user_id}/items/batch", content=b.body, headers=h)
+            latencies.append((time.perf_counter() - t0) * 1000)
+            if response.status_code != 201:
+                detail = f"HTTP {response.status_code} {response.text[:400]}"
+                failures.append(f"{b.user_id} batch {b.index}: {detail}")
+            elif b is batches[0]:
+                first_body.append(response.content)
+
+    started = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    elapsed = time.perf_counter() - started
+    if failures:
+        raise BenchFailure(f"{len(failures)} of {len(batches)} requests failed, first: {failures[0]}")
+    return elapsed, latencies, first_body[0] if first_body else b""
+
+
+async def replay_check(
+    client: httpx.AsyncClient, batch: Batch, headers: dict[str, str], run_id: str, first_body: bytes
+) -> bool:
+    """Send the first batch again with its key: must answer 201 with the stored body byte for byte."""
+    h = {**headers, "Idempotency-Key": f"bench-{run_id}-{batch.user_id}-{batch.index}"}
+    response = await client.post(f"/v1/users/{batch.user_id}/items/batch", content=batch.body, headers=h)
+    return response.status_code == 201 and response.content == first_body
+
+
+async def raw_insert(
+    conn: asyncpg.Connection, batches: Sequence[RawBatch], *, copy: bool, with_events: bool
+) -> tuple[float, list[float]]:
+    item_sql = _insert_sql("context_item", ITEM_COLUMNS)
+    event_sql = _insert_sql("event", EVENT_COLUMNS)
+    latencies: list[float] = []
+    started = time.perf_counter()
+    for b in batches:
+        t0 = time.perf_counter()
+        async with conn.transaction():
+            if copy:
+                await conn.copy_records_to_table("context_item", records=b.items, columns=ITEM_COLUMNS)
+                if with_events:
+                    await conn.copy_records_to_table("event", records=b.events, columns=EVENT_COLUMNS)
+            else:
+                await conn.executemany(item_sql, b.items)
+                if with_events:
+                    await conn.executemany(event_sql, b.events)
+        latencies.append((time.perf_counter() - t0) * 1000)
+    return time.perf_counter() - started, latencies
+
+
+async def prepare_raw_tenant(conn: asyncpg.Connection, tenant_id: str, users: Sequence[str]) -> None:
+    now = datetime.now(UTC)
+    async with conn.transaction():
+        await conn.execute("INSERT INTO tenant (id, created_at) VALUES ($1, $2)", tenant_id, now)
+        await conn.executemany(
+            "INSERT INTO end_user (tenant_id, user_id, created_at, updated_at) VALUES ($1, $2, $3, $3)",
+            [(tenant_id, u, now) for u in users],
+        )
+
+
+async def checkpoint(conn: asyncpg.Connection) -> None:
+    """Flush dirty pages between paths so that no path pays for the previous one's checkpoint."""
+    with contextlib.suppress(asyncpg.PostgresError):
+        await conn.execute("CHECKPOINT")
+
+
+# --------------------------------------------------------------------------------------------------
+# The server subprocess and its memory
+# --------------------------------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def start_server(url: str, port: int, data_dir: Path, log_path: Path) -> subprocess.Popen[bytes]:
+    env = dict(os.environ)
+    env["CTXMEM_DATA_DIR"] = str(data_dir)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
+    env.pop("CTXMEM_DATABASE_URL", None)
+    cmd = [
+        sys.executable,
+        "-m",
+        "service.cli",
+        "serve",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--database-url",
+        url,
+    ]
+    with log_path.open("wb") as log:
+        return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+
+
+def stop_server(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is not None:
+        return
+    proc.send_signal(signal.SIGINT)
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=10)
+
+
+def log_tail(path: Path, lines: int = 30) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return ""
+
+
+async def wait_ready(client: httpx.AsyncClient, proc: subprocess.Popen[bytes], log_path: Path) -> float:
+    started = time.perf_counter()
+    while time.perf_counter() - started < 90:
+        if proc.poll() is not None:
+            raise BenchFailure(f"ctxmem serve exited with {proc.returncode}:\n{log_tail(log_path)}")
+        with contextlib.suppress(httpx.TransportError):
+            if (await client.get("/healthz")).status_code == 200:
+                return time.perf_counter() - started
+        await asyncio.sleep(0.1)
+    raise BenchFailure(f"ctxmem serve did not become healthy within 90 s:\n{log_tail(log_path)}")
+
+
+def peak_rss_bytes(pid: int) -> int | None:
+    """VmHWM: the kernel's high-water mark of the process's resident set (Linux)."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        return None
+    return None
+
+
+class RssSampler:
+    """Samples a process's RSS every ``interval`` seconds while running (max and last)."""
+
+    def __init__(self, pid: int, interval: float = 0.05) -> None:
+        self.process = psutil.Process(pid)
+        self.interval = interval
+        self.max_rss = 0
+        self._task: asyncio.Task[None] | None = None
+
+    def sample(self) -> int:
+        rss = int(self.process.memory_info().rss)
+        self.max_rss = max(self.max_rss, rss)
+        return rss
+
+    async def _run(self) -> None:
+        while True:
+            with contextlib.suppress(psutil.Error):
+                self.sample()
+            await asyncio.sleep(self.interval)
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._run())
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+
+def mb(value: int | None) -> float | None:
+    return None if value is None else round(value / 2**20, 1)
+
+
+# --------------------------------------------------------------------------------------------------
+# The run
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Environment:
+    url: str
+    embedded: Any = None
+    tmp: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="ctxmem-bench-")))
+
+
+async def open_database(args: argparse.Namespace, env: Environment) -> None:
+    if args.database_url:
+        env.url = plain_url(args.database_url)
+        return
+    env.embedded = await asyncio.to_thread(start_embedded, env.tmp / "pg")
+    await ensure_database(env.embedded.get_uri(), BENCH_DATABASE)
+    env.url = env.embedded.get_uri(BENCH_DATABASE)
+
+
+async def issue_key(db: Database, tenant_id: str) -> dict[str, str]:
+    async with session_scope(db) as session:
+        issued = await create_key(
+            session, tenant_id=tenant_id, role="agent", name="bench", now=Clock().now(), actor="bench"
+        )
+    return {"Authorization": f"Bearer {issued.secret}", "Content-Type": "application/json"}
+
+
+async def server_info(conn: asyncpg.Connection) -> dict[str, Any]:
+    row = await conn.fetchrow(
+        "SELECT current_setting('server_version') AS version,"
+        " current_setting('shared_buffers') AS shared_buffers,"
+        " current_setting('synchronous_commit') AS synchronous_commit,"
+        " current_setting('fsync') AS fsync"
+    )
+    return dict(row) if row else {}
+
+
+async def verify(conn: asyncpg.Connection, results: Sequence[PathResult], expected: int) -> dict[str, Any]:
+    """Row counts per path tenant, and aggregates showing every path stored the same content."""
+    report: dict[str, Any] = {}
+    for r in results:
+        agg = await conn.fetchrow(
+            "SELECT count(*) AS items, coalesce(sum(token_cost), 0) AS tokens,"
+            " coalesce(sum(length(content)), 0) AS chars, count(DISTINCT user_id) AS users,"
+            " count(*) FILTER (WHERE expires_at IS NOT NULL) AS expiring"
+            " FROM context_item WHERE tenant_id = $1",
+            r.tenant_id,
+        )
+        events = await conn.fetchval(
+            "SELECT count(*) FROM event WHERE tenant_id = $1 AND action = 'item.created'", r.tenant_id
+        )
+        idem = await conn.fetchval(
+            "SELECT count(*) FROM idempotency_record WHERE tenant_id = $1", r.tenant_id
+        )
+        assert agg is not None
+        report[r.name] = {**dict(agg), "item_created_events": events, "idempotency_records": idem}
+    ok = True
+    problems: list[str] = []
+    reference = report[results[0].name]
+    for r in results:
+        got = report[r.name]
+        if got["items"] != expected:
+            problems.append(f"{r.name}: {got['items']} items stored, expected {expected}")
+        writes_events = r.name.startswith("service") or "events" in r.name
+        if writes_events and got["item_created_events"] != expected:
+            problems.append(
+                f"{r.name}: {got['item_created_events']} item.created events, expected {expected}"
+            )
+        for k in ("tokens", "chars", "users"):
+            if got[k] != reference[k]:
+                problems.append(f"{r.name}: {k} {got[k]} differs from {results[0].name} {reference[k]}")
+        if r.name.startswith("service") and got["idempotency_records"] != r.requests:
+            n = got["idempotency_records"]
+            problems.append(f"{r.name}: {n} idempotency records for {r.requests} requests")
+    ok = not problems
+    return {"ok": ok, "problems": problems, "per_path": report}
+
+
+async def run(args: argparse.Namespace) -> int:
+    env = Environment(url="")
+    proc: subprocess.Popen[bytes] | None = None
+    db: Database | None = None
+    conn: asyncpg.Connection | None = None
+    run_id = secrets.token_hex(3)
+    tenants = {
+        "service/http": f"bench-http-{run_id}",
+        "service/asgi": f"bench-asgi-{run_id}",
+        "raw executemany": f"bench-raw-{run_id}",
+        "raw executemany + events": f"bench-rawev-{run_id}",
+        "raw COPY": f"bench-copy-{run_id}",
+    }
+    warmup_tenant = f"bench-warmup-{run_id}"
+    try:
+        say("database: " + ("--database-url" if args.database_url else f"embedded PostgreSQL in {env.tmp}"))
+        await open_database(args, env)
+        settings = Settings(database_url=env.url, data_dir=env.tmp / "bench-data")
+        db = create_database(env.url, settings)
+        await migrate.upgrade(db.engine)
+        conn = await asyncpg.connect(env.url)
+        pg = await server_info(conn)
+
+        t0 = time.perf_counter()
+        anchor = datetime.now(UTC)
+        batches = generate(args.items, args.users, args.batch, args.seed, anchor)
+        users = sorted({b.user_id for b in batches})
+        sizes = [len(b.body) for b in batches]
+        if max(sizes) > settings.max_body_bytes:
+            raise BenchFailure(
+                f"a batch body is {max(sizes)} bytes, over the {settings.max_body_bytes} byte limit:"
+                " use a smaller --batch"
+            )
+        tokenizer = build_tokenizer(settings.tokenizer, cache_dir=settings.resolved_tokenizer_cache_dir)
+        costs = count_tokens(tokenizer, batches)
+        say(
+            f"generated {args.items:,} items for {len(users)} users in {len(batches)} batches"
+            f" ({time.perf_counter() - t0:.1f} s; body mean {statistics.mean(sizes) / 1024:.0f} KiB,"
+            f" max {max(sizes) / 1024:.0f} KiB; {sum(costs):,} {tokenizer.name} tokens)"
+        )
+
+        results: list[PathResult] = []
+
+        # --- raw executemany (the ratio baseline) ---
+        tenant_id = tenants["raw executemany"]
+        raw = raw_batches(batches, iter(costs), tenant_id, settings, tokenizer.name, with_events=False)
+        await prepare_raw_tenant(conn, tenant_id, users)
+        await warm_raw(conn, raw[0], warmup_tenant)
+        await checkpoint(conn)
+        seconds, lat = await raw_insert(conn, raw, copy=False, with_events=False)
+        results.append(PathResult("raw executemany", tenant_id, args.items, seconds, len(raw), lat))
+        say(f"raw executemany: {seconds:.2f} s")
+        del raw
+
+        # --- the service over HTTP ---
+        headers = await issue_key(db, tenants["service/http"])
+        warm_headers = await issue_key(db, warmup_tenant)
+        port = free_port()
+        log_path = env.tmp / "server.log"
+        proc = start_server(env.url, port, env.tmp / "server-data", log_path)
+        limits = httpx.Limits(max_connections=args.concurrency, max_keepalive_connections=args.concurrency)
+        timeout = httpx.Timeout(300.0)
+        async with httpx.AsyncClient(
+            base_url=f"http://127.0.0.1:{port}", limits=limits, timeout=timeout
+        ) as client:
+            startup = await wait_ready(client, proc, log_path)
+            sampler = RssSampler(proc.pid)
+            rss_idle = sampler.sample()
+            await warm_service(client, warm_headers, batches, run_id)
+            rss_warm = sampler.sample()
+            await checkpoint(conn)
+            sampler.start()
+            seconds, lat, first_body = await post_batches(client, batches, headers, run_id, args.concurrency)
+            await sampler.stop()
+            rss_after = sampler.sample()
+            replay_ok = await replay_check(client, batches[0], headers, run_id, first_body)
+            hwm = peak_rss_bytes(proc.pid)
+        results.append(
+            PathResult("service/http", tenants["service/http"], args.items, seconds, len(batches), lat)
+        )
+        say(f"service/http: {seconds:.2f} s (server ready in {startup:.1f} s)")
+        stop_server(proc)
+        proc = None
+        memory = {
+            "server_rss_mb_idle": mb(rss_idle),
+            "server_rss_mb_after_warmup": mb(rss_warm),
+            "server_rss_mb_peak_sampled": mb(sampler.max_rss),
+            "server_rss_mb_after_run": mb(rss_after),
+            "server_vmhwm_mb": mb(hwm),
+            "target_mb": RSS_TARGET_MB,
+        }
+
+        # --- the same app in process (no HTTP server, no socket) ---
+        if args.in_process:
+            from service.app import create_app
+
+            app = create_app(settings, database=db)
+            asgi_headers = await issue_key(db, tenants["service/asgi"])
+            transport = httpx.ASGITransport(app=app)
+            async with httpx.AsyncClient(
+                transport=transport, base_url="http://bench.local", timeout=timeout
+            ) as c:
+                await warm_service(c, warm_headers, batches, run_id + "-asgi")
+                await checkpoint(conn)
+                seconds, lat, _ = await post_batches(c, batches, asgi_headers, run_id, args.concurrency)
+            results.append(
+                PathResult("service/asgi", tenants["service/asgi"], args.items, seconds, len(batches), lat)
+            )
+            say(f"service/asgi: {seconds:.2f} s")
+
+        # --- context: raw executemany with events, and COPY ---
+        for name, copy, with_events in (("raw executemany + events", False, True), ("raw COPY", True, False)):
+            tenant_id = tenants[name]
+            rows = raw_batches(
+                batches, iter(costs), tenant_id, settings, tokenizer.name, with_events=with_events
+            )
+            await prepare_raw_tenant(conn, tenant_id, users)
+            await checkpoint(conn)
+            seconds, lat = await raw_insert(conn, rows, copy=copy, with_events=with_events)
+            results.append(PathResult(name, tenant_id, args.items, seconds, len(rows), lat))
+            say(f"{name}: {seconds:.2f} s")
+            del rows
+
+        check = await verify(conn, results, args.items)
+        check["idempotent_replay_ok"] = replay_ok
+        if not replay_ok:
+            check["ok"] = False
+            check["problems"].append("replaying the first batch did not return the stored 201 response")
+
+        report = build_report(args, pg, tokenizer, sizes, results, memory, check, len(users))
+        print_report(report)
+        write_json(report, Path(args.output))
+        if args.database_url and not args.keep_data:
+            await drop_tenants(conn, [*tenants.values(), warmup_tenant])
+        return 0 if check["ok"] else 1
+    except BenchFailure as exc:
+        print(f"bench failed: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        if proc is not None:
+            stop_server(proc)
+        if conn is not None:
+            await conn.close()
+        if db is not None:
+            await db.dispose()
+        if env.embedded is not None:
+            await asyncio.to_thread(env.embedded.cleanup)
+        await asyncio.to_thread(shutil.rmtree, env.tmp, True)
+
+
+def count_tokens(tokenizer: Tokenizer, batches: Sequence[Batch]) -> list[int]:
+    return tokenizer.count_many([it["content"] for b in batches for it in b.items])
+
+
+async def warm_raw(conn: asyncpg.Connection, batch: RawBatch, tenant_id: str) -> None:
+    """Prepare the statement and touch the table once (rolled back), outside the timed loop."""
+    tr = conn.transaction()
+    await tr.start()
+    try:
+        await prepare_raw_tenant(conn, tenant_id + "-raw", sorted({r[2] for r in batch.items}))
+        rows = [(uuid7(), tenant_id + "-raw", *r[2:]) for r in batch.items[:50]]
+        await conn.executemany(_insert_sql("context_item", ITEM_COLUMNS), rows)
+    finally:
+        await tr.rollback()
+
+
+async def warm_service(
+    client: httpx.AsyncClient, headers: dict[str, str], batches: Sequence[Batch], run_id: str
+) -> None:
+    """A few small untimed requests into a separate tenant: imports, pools and caches get warm."""
+    for i in range(3):
+        body = json.dumps({"items": batches[i % len(batches)].items[:100]}, ensure_ascii=False).encode()
+        h = {**headers, "Idempotency-Key": f"warmup-{run_id}-{i}"}
+        response = await client.post(f"/v1/users/warmup-{i}/items/batch", content=body, headers=h)
+        if response.status_code != 201:
+            raise BenchFailure(f"warm-up request failed: HTTP {response.status_code} {response.text[:400]}")
+
+
+async def drop_tenants(conn: asyncpg.Connection, tenant_ids: Sequence[str]) -> None:
+    async with conn.transaction():
+        for table in ("event", "idempotency_record", "context_item", "end_user", "api_key", "tenant"):
+            column = "id" if table == "tenant" else "tenant_id"
+            await conn.execute(f"DELETE FROM {table} WHERE {column} = ANY($1::text[])", list(tenant_ids))
+
+
+# --------------------------------------------------------------------------------------------------
+# Output
+# --------------------------------------------------------------------------------------------------
+
+
+def build_report(
+    args: argparse.Namespace,
+    pg: dict[str, Any],
+    tokenizer: Tokenizer,
+    sizes: Sequence[int],
+    results: Sequence[PathResult],
+    memory: dict[str, Any],
+    check: dict[str, Any],
+    n_users: int,
+) -> dict[str, Any]:
+    baseline = next(r for r in results if r.name == "raw executemany")
+    http = next(r for r in results if r.name == "service/http")
+    rows = []
+    for r in results:
+        d = r.as_dict()
+        d["time_vs_raw_executemany"] = round(r.seconds / baseline.seconds, 2)
+        rows.append(d)
+    return {
+        "benchmark": "ingest",
+        "when": datetime.now(UTC).isoformat(timespec="seconds"),
+        "config": {
+            "items": args.items,
+            "users": n_users,
+            "batch": args.batch,
+            "concurrency": args.concurrency,
+            "seed": args.seed,
+            "database": "external (--database-url)" if args.database_url else "embedded",
+            "tokenizer": tokenizer.name,
+            "batch_body_kib_mean": round(statistics.mean(sizes) / 1024, 1),
+            "batch_body_kib_max": round(max(sizes) / 1024, 1),
+        },
+        "machine": {
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+            "postgres": pg,
+        },
+        "results": rows,
+        "target_items_per_s": TARGET_ITEMS_PER_S,
+        "service_http_items_per_s": round(http.items_per_s, 1),
+        "meets_target": http.items_per_s >= TARGET_ITEMS_PER_S,
+        "memory": memory,
+        "verification": check,
+    }
+
+
+def fmt(value: float | None, spec: str) -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def print_report(report: dict[str, Any]) -> None:
+    cfg = report["config"]
+    print()
+    pg_version = report["machine"]["postgres"].get("version")
+    print(
+        f"ingest: {cfg['items']:,} items, {cfg['users']} users, batch {cfg['batch']}, concurrency"
+        f" {cfg['concurrency']}, tokenizer {cfg['tokenizer']}, PostgreSQL {pg_version}"
+        f" ({cfg['database']}), {report['machine']['cpus']} CPUs"
+    )
+    header = (
+        f"{'path':<26} {'items':>8} {'seconds':>8} {'items/s':>9} {'x raw em':>8}"
+        f" {'p50 ms':>8} {'p95 ms':>8} {'batches':>7}"
+    )
+    print(header)
+    print("-" * len(header))
+    for r in report["results"]:
+        print(
+            f"{r['path']:<26} {r['items']:>8,} {r['seconds']:>8.2f} {r['items_per_s']:>9,.0f}"
+            f" {r['time_vs_raw_executemany']:>7.2f}x {fmt(r['latency_ms_p50'], '>8.1f')}"
+            f" {fmt(r['latency_ms_p95'], '>8.1f')} {r['requests']:>7}"
+        )
+    print("  x raw em = wall time / raw executemany wall time (same rows, same run); latency = per batch")
+    m = report["memory"]
+    print(
+        f"server RSS: idle {fmt(m['server_rss_mb_idle'], '.0f')} MB, peak sampled under load"
+        f" {fmt(m['server_rss_mb_peak_sampled'], '.0f')} MB, VmHWM {fmt(m['server_vmhwm_mb'], '.0f')} MB"
+        f" (target ≤ {m['target_mb']} MB)"
+    )
+    v = report["verification"]
+    replay = "ok" if v["idempotent_replay_ok"] else "FAILED"
+    print(
+        "verification: "
+        + ("ok" if v["ok"] else "FAILED: " + "; ".join(v["problems"]))
+        + f" (rows, item.created events, idempotency records, token sums; replay {replay})"
+    )
+    rate = report["service_http_items_per_s"]
+    verdict = "MEETS" if report["meets_target"] else "MISSES"
+    print(
+        f"verdict: service/http ingests {rate:,.0f} items/s — {verdict} the"
+        f" >= {report['target_items_per_s']:,} items/s target (DESIGN §6)"
+    )
+
+
+def write_json(report: dict[str, Any], path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(report, indent=2, default=str) + "\n")
+    print(f"results written to {path}")
+
+
+def say(message: str) -> None:
+    print(f"[bench] {message}", file=sys.stderr, flush=True)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    description = (__doc__ or "").split("\n\n")[0]
+    p = argparse.ArgumentParser(prog="python -m bench.ingest", description=description)
+    p.add_argument("--items", type=int, default=100_000, help="items in total (default 100000)")
+    p.add_argument("--users", type=int, default=100, help="users the items are spread over (default 100)")
+    p.add_argument(
+        "--batch", type=int, default=1000, help="items per batch request (default 1000, the maximum)"
+    )
+    p.add_argument("--concurrency", type=int, default=2, help="batch requests in flight (default 2)")
+    p.add_argument(
+        "--database-url",
+        default=os.environ.get("CTXMEM_BENCH_DATABASE_URL", ""),
+        help="postgresql:// URL of an existing database (CTXMEM_BENCH_DATABASE_URL); default: embedded",
+    )
+    p.add_argument(
+        "--in-process", action="store_true", help="also run the app in process (httpx.ASGITransport)"
+    )
+    p.add_argument("--seed", type=int, default=20261201, help="seed of the generated items")
+    p.add_argument("--keep-data", action="store_true", help="with --database-url: keep the bench rows")
+    p.add_argument(
+        "--output", default=str(RESULTS), help="JSON results file (default bench/results/ingest.json)"
+    )
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.items < 1 or args.users < 1 or args.items < args.users:
+        raise SystemExit("--items and --users must be positive, with at least one item per user")
+    if not 1 <= args.batch <= 1000:
+        raise SystemExit("--batch must be 1-1000 (the API's batch limit)")
+    if args.concurrency < 1:
+        raise SystemExit("--concurrency must be at least 1")
+    return asyncio.run(run(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
