@@ -77,12 +77,13 @@ class ItemCreate(StrictModel):
     kind: Kind = "fact"
     status: WritableStatus = "available"
     confidence: Confidence | None = Field(None, description="Defaults by source (system 1.0 … model 0.5).")
-    observed_at: AwareDatetime | None = Field(
-        None, description="When it was true; defaults to now; may be past."
-    )
+    observed_at: AwareDatetime | None = Field(None, description="When it was true; defaults to now; may be past.")
     expires_at: AwareDatetime | None = Field(None, description="Defaults by type and scope.")
     variants: ItemVariants | None = None
     related_ids: Annotated[list[uuid.UUID], Field(max_length=100)] = Field(default_factory=list)
+    corrects: uuid.UUID | None = Field(
+        None, description="A user correction: retires this item at once (system items: admin keys only)."
+    )
 
     @model_validator(mode="after")
     def _rules(self) -> ItemCreate:
@@ -93,12 +94,10 @@ class ItemCreate(StrictModel):
             raise ValueError("only constraints can be hard")
         if self.authority is not None and not authority_allowed(self.source, self.authority):
             raise ValueError(f"authority {self.authority!r} is above what source {self.source!r} earns")
-        if (
-            self.expires_at is not None
-            and self.observed_at is not None
-            and self.expires_at <= self.observed_at
-        ):
+        if self.expires_at is not None and self.observed_at is not None and self.expires_at <= self.observed_at:
             raise ValueError("expires_at must be after observed_at")
+        if self.corrects is not None and self.source != "user":
+            raise ValueError("corrects is only for user-sourced items (source 'user')")
         if len(set(self.related_ids)) != len(self.related_ids):
             raise ValueError("related_ids contains duplicates")
         return self
@@ -106,6 +105,19 @@ class ItemCreate(StrictModel):
 
 class ItemBatchCreate(StrictModel):
     items: list[ItemCreate] = Field(min_length=1)
+
+
+class Resolution(ReadModel):
+    """How a write was resolved against its slot (DESIGN §3.2)."""
+
+    outcome: Literal["new", "replaced", "rejected", "reinforced"]
+    rule: str | None = Field(
+        description="authority, recency, confidence, id, correction or reinforcement; null for a first value"
+    )
+    active_id: uuid.UUID = Field(description="The item that holds the slot after this write")
+    retired_ids: list[uuid.UUID] = Field(description="Items this write retired (may include itself)")
+    overrides: list[uuid.UUID] = Field(description="Broader-scope items this one overrides inside its scope")
+    detail: str
 
 
 class ItemRead(ReadModel):
@@ -139,6 +151,10 @@ class ItemRead(ReadModel):
     token_model: str
     variants: ItemVariants | None
     related_ids: list[uuid.UUID]
+    support_count: int
+    corrects: uuid.UUID | None
+    resolution: Resolution | None = Field(None, description="Only on write responses")
+    overrides: list[uuid.UUID] | None = Field(None, description="Only in view=effective listings")
 
 
 class ItemPage(ReadModel):

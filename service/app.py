@@ -75,8 +75,8 @@ def create_app(
         registry=registry,
         excluded_handlers=["/metrics"],
         should_group_status_codes=False,
-    ).instrument(
-        app, latency_lowr_buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0)
-    ).expose(app, endpoint="/metrics", include_in_schema=False)
+    ).instrument(app, latency_lowr_buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0)).expose(
+        app, endpoint="/metrics", include_in_schema=False
+    )
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
     return app

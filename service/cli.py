@@ -59,9 +59,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     asyncio.run(_with_db(settings, prepare, migrate_first=settings.auto_migrate))
     where = (
-        f"embedded PostgreSQL under {settings.postgres_dir.resolve()}"
-        if settings.embedded
-        else "CTXMEM_DATABASE_URL"
+        f"embedded PostgreSQL under {settings.postgres_dir.resolve()}" if settings.embedded else "CTXMEM_DATABASE_URL"
     )
     exe = sys.argv[0] if sys.argv and sys.argv[0] else "ctxmem"
     print(

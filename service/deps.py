@@ -84,6 +84,4 @@ async def get_idempotency(
 
 IdempotencyDep = Annotated[idempotency.Idempotency, Depends(get_idempotency)]
 
-UserIdPath = Annotated[
-    str, Path(min_length=1, max_length=128, pattern=ID_PATTERN, description="Client-chosen user id")
-]
+UserIdPath = Annotated[str, Path(min_length=1, max_length=128, pattern=ID_PATTERN, description="Client-chosen user id")]

@@ -12,6 +12,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
+from sqlalchemy.exc import IntegrityError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import JSONResponse, Response
 
@@ -152,12 +153,7 @@ def install_error_handlers(app: FastAPI) -> None:
         # A bad item in a batch body: name its index so the client can fix that one item.
         for e in raw:
             loc = e.get("loc", ())
-            if (
-                len(loc) >= 3
-                and loc[0] == "body"
-                and loc[1] in ("items", "observations")
-                and isinstance(loc[2], int)
-            ):
+            if len(loc) >= 3 and loc[0] == "body" and loc[1] in ("items", "observations") and isinstance(loc[2], int):
                 index = loc[2]
                 msg = f"{loc[1]}[{index}]: {'.'.join(str(p) for p in loc[3:]) or 'item'}: {e.get('msg', '')}"
                 batch_err = BatchItemInvalid(msg, index=index, errors=errors)
@@ -194,6 +190,14 @@ def install_error_handlers(app: FastAPI) -> None:
         }
         return problem_response(500, body)
 
+    async def on_integrity(request: Request, exc: Exception) -> Response:
+        # The service takes the locks that keep constraints from firing; if one fires anyway (a race we
+        # did not foresee), the client gets a retryable 409, not a 500, and the log has the details.
+        log.warning("integrity error on %s %s: %s", request.method, request.url.path, exc)
+        err = Conflict("the write collided with a concurrent change; retry it")
+        return problem_response(409, err.body(request.url.path))
+
+    app.add_exception_handler(IntegrityError, on_integrity)
     app.add_exception_handler(ServiceError, on_service_error)
     app.add_exception_handler(ReplayedResponse, on_replay)
     app.add_exception_handler(RequestValidationError, on_validation)

@@ -12,6 +12,15 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from service.db.models import Event
 from service.ids import uuid7
 
+_EVENT_DEFAULTS = {
+    "user_id": None,
+    "entity_id": None,
+    "reason": None,
+    "rule": None,
+    "before": None,
+    "after": None,
+}
+
 
 async def record_event(
     session: AsyncSession,
@@ -25,6 +34,7 @@ async def record_event(
     entity_id: str | None,
     now: datetime,
     reason: str | None = None,
+    rule: str | None = None,
     before: Any = None,
     after: Any = None,
 ) -> None:
@@ -40,6 +50,7 @@ async def record_event(
                 "entity_type": entity_type,
                 "entity_id": entity_id,
                 "reason": reason,
+                "rule": rule,
                 "before": before,
                 "after": after,
                 "created_at": now,
@@ -52,5 +63,5 @@ async def record_events(session: AsyncSession, rows: Sequence[dict[str, Any]]) -
     """Insert many events in one statement (ids are assigned here, time-ordered)."""
     if not rows:
         return
-    values = [{"id": uuid7(), **row} for row in rows]
+    values = [{"id": uuid7(), **_EVENT_DEFAULTS, **row} for row in rows]
     await session.execute(insert(Event), values)

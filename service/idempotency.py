@@ -55,9 +55,7 @@ def _check_key(key: str) -> str:
     return key
 
 
-async def begin(
-    session: AsyncSession, request: Request, tenant_id: str, now: datetime, raw: str | None
-) -> Idempotency:
+async def begin(session: AsyncSession, request: Request, tenant_id: str, now: datetime, raw: str | None) -> Idempotency:
     if raw is None:
         return Idempotency(session, tenant_id, None)
     key = _check_key(raw)
@@ -86,9 +84,7 @@ async def begin(
         return Idempotency(session, tenant_id, key)
     stored = (
         await session.execute(
-            select(IdempotencyRecord).where(
-                IdempotencyRecord.tenant_id == tenant_id, IdempotencyRecord.key == key
-            )
+            select(IdempotencyRecord).where(IdempotencyRecord.tenant_id == tenant_id, IdempotencyRecord.key == key)
         )
     ).scalar_one()
     if stored.request_hash != request_hash:

@@ -73,9 +73,7 @@ class Settings(BaseSettings):
     def _check_url(cls, value: str) -> str:
         value = value.strip()
         if value and not value.startswith(("postgresql://", "postgres://", "postgresql+asyncpg://")):
-            raise ValueError(
-                "CTXMEM_DATABASE_URL must be a postgresql:// URL (or empty for the embedded default)"
-            )
+            raise ValueError("CTXMEM_DATABASE_URL must be a postgresql:// URL (or empty for the embedded default)")
         return value
 
     @field_validator("type_ttl_seconds", "scope_ttl_seconds")

@@ -33,9 +33,7 @@ async def list_keys(session: AsyncSession, tenant_id: str) -> list[ApiKey]:
     return list((await session.execute(stmt)).scalars())
 
 
-async def revoke_key(
-    session: AsyncSession, tenant_id: str, key_id: uuid.UUID, now: datetime
-) -> ApiKey | None:
+async def revoke_key(session: AsyncSession, tenant_id: str, key_id: uuid.UUID, now: datetime) -> ApiKey | None:
     stmt = select(ApiKey).where(ApiKey.tenant_id == tenant_id, ApiKey.id == key_id).with_for_update()
     key = (await session.execute(stmt)).scalar_one_or_none()
     if key is not None and key.revoked_at is None:

@@ -67,9 +67,7 @@ class ApiKey(SQLModel, table=True):
 
     id: uuid.UUID = Field(sa_column=sa.Column(pg.UUID(as_uuid=True), primary_key=True))
     tenant_id: str = Field(
-        sa_column=sa.Column(
-            sa.Text, sa.ForeignKey("tenant.id", ondelete="CASCADE"), nullable=False, index=True
-        )
+        sa_column=sa.Column(sa.Text, sa.ForeignKey("tenant.id", ondelete="CASCADE"), nullable=False, index=True)
     )
     role: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
     name: str | None = Field(default=None, sa_column=sa.Column(sa.Text, nullable=True))
@@ -114,16 +112,27 @@ class ContextItem(SQLModel, table=True):
         sa.Index("ix_context_item_window", "tenant_id", "user_id", "status", "scope"),
         # Listing and cursor pagination for one user.
         sa.Index("ix_context_item_user_id_order", "tenant_id", "user_id", "id"),
-        # Conflict slots: (tenant, user, key, scope instance).
+        # Conflict slots: (tenant, user, key, scope instance); history of a slot in id order.
         sa.Index(
             "ix_context_item_slot",
             "tenant_id",
             "user_id",
             "key",
             "scope",
-            "session_id",
-            "task_id",
+            "scope_ref",
+            "id",
             postgresql_where=sa.text("key IS NOT NULL"),
+        ),
+        # At most one active item per slot: the invariant conflict resolution maintains, enforced.
+        sa.Index(
+            "uq_context_item_active_slot",
+            "tenant_id",
+            "user_id",
+            "key",
+            "scope",
+            "scope_ref",
+            unique=True,
+            postgresql_where=sa.text("key IS NOT NULL AND status IN ('available', 'verified', 'missing')"),
         ),
     )
 
@@ -141,6 +150,8 @@ class ContextItem(SQLModel, table=True):
     session_id: str | None = Field(default=None, sa_column=sa.Column(sa.Text, nullable=True))
     task_id: str | None = Field(default=None, sa_column=sa.Column(sa.Text, nullable=True))
     stage_id: str | None = Field(default=None, sa_column=sa.Column(sa.Text, nullable=True))
+    # The instance the scope refers to (its session/task/stage/step id; '' for user and global scope).
+    scope_ref: str = Field(default="", sa_column=sa.Column(sa.Text, nullable=False, server_default=""))
     step_id: str | None = Field(default=None, sa_column=sa.Column(sa.Text, nullable=True))
     hard: bool = Field(sa_column=sa.Column(sa.Boolean, nullable=False))
     kind: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
@@ -153,17 +164,16 @@ class ContextItem(SQLModel, table=True):
     expires_at: datetime | None = _ts(nullable=True)
     valid_to: datetime | None = _ts(nullable=True)
     deleted_at: datetime | None = _ts(nullable=True)
-    superseded_by: uuid.UUID | None = Field(
-        default=None, sa_column=sa.Column(pg.UUID(as_uuid=True), nullable=True)
-    )
+    superseded_by: uuid.UUID | None = Field(default=None, sa_column=sa.Column(pg.UUID(as_uuid=True), nullable=True))
+    # Writes of the same value that reinforced this item (1 = only its own).
+    support_count: int = Field(default=1, sa_column=sa.Column(sa.Integer, nullable=False, server_default="1"))
+    corrects: uuid.UUID | None = Field(default=None, sa_column=sa.Column(pg.UUID(as_uuid=True), nullable=True))
     token_cost: int = Field(sa_column=sa.Column(sa.Integer, nullable=False))
     token_model: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
     variants: Any = Field(default=None, sa_column=sa.Column(pg.JSONB(none_as_null=True), nullable=True))
     related_ids: list[uuid.UUID] = Field(
         default_factory=list,
-        sa_column=sa.Column(
-            pg.ARRAY(pg.UUID(as_uuid=True)), nullable=False, server_default=sa.text("'{}'::uuid[]")
-        ),
+        sa_column=sa.Column(pg.ARRAY(pg.UUID(as_uuid=True)), nullable=False, server_default=sa.text("'{}'::uuid[]")),
     )
 
 
@@ -188,6 +198,9 @@ class Event(SQLModel, table=True):
     entity_type: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
     entity_id: str | None = Field(default=None, sa_column=sa.Column(sa.Text, nullable=True))
     reason: str | None = Field(default=None, sa_column=sa.Column(sa.Text, nullable=True))
+    # The rule that decided a resolution (authority, recency, confidence, id, correction, reinforcement,
+    # scope-override, expiry); null for plain writes.
+    rule: str | None = Field(default=None, sa_column=sa.Column(sa.Text, nullable=True))
     before: Any = Field(default=None, sa_column=sa.Column(pg.JSONB(none_as_null=True), nullable=True))
     after: Any = Field(default=None, sa_column=sa.Column(pg.JSONB(none_as_null=True), nullable=True))
     created_at: datetime = _ts()

@@ -27,9 +27,7 @@ async def readyz(request: Request) -> JSONResponse:
     ready = True
     try:
         async with db.engine.connect() as conn:
-            revision = (
-                await conn.execute(text("SELECT version_num FROM alembic_version"))
-            ).scalar_one_or_none()
+            revision = (await conn.execute(text("SELECT version_num FROM alembic_version"))).scalar_one_or_none()
         checks["database"] = "ok"
     except Exception as exc:  # any failure to reach the database means "not ready", with the reason
         checks["database"] = f"unreachable: {type(exc).__name__}"

@@ -31,8 +31,7 @@ from service.items import service
 from service.items.service import ItemContext, ItemQuery
 
 ERRORS: dict[int | str, dict[str, object]] = {
-    code: {"model": Problem, "content": {"application/problem+json": {}}}
-    for code in (401, 403, 404, 409, 413, 422)
+    code: {"model": Problem, "content": {"application/problem+json": {}}} for code in (401, 403, 404, 409, 413, 422)
 }
 
 router = APIRouter(prefix="/v1/users/{user_id}/items", tags=["items"], responses=ERRORS)
@@ -54,9 +53,7 @@ async def create_item(
     return await idem.respond(item, 201)
 
 
-@router.post(
-    "/batch", status_code=201, response_model=ItemBatchResult, summary="Write up to 1,000 items at once"
-)
+@router.post("/batch", status_code=201, response_model=ItemBatchResult, summary="Write up to 1,000 items at once")
 async def create_batch(
     user_id: UserIdPath,
     body: ItemBatchCreate,
@@ -88,6 +85,15 @@ async def list_items(
     domain: Annotated[Domain | None, Query()] = None,
     session_id: Annotated[Identifier | None, Query()] = None,
     task_id: Annotated[Identifier | None, Query()] = None,
+    stage_id: Annotated[Identifier | None, Query()] = None,
+    step_id: Annotated[Identifier | None, Query()] = None,
+    view: Annotated[
+        Literal["all", "effective"],
+        Query(
+            description="all: filter literally. effective: what applies inside the given session/task/stage/step"
+            " (active only; per key the narrowest scope wins and lists what it overrides)"
+        ),
+    ] = "all",
     include_superseded: bool = False,
     include_expired: bool = False,
     include_deleted: bool = False,
@@ -103,6 +109,9 @@ async def list_items(
         domain=domain,
         session_id=session_id,
         task_id=task_id,
+        stage_id=stage_id,
+        step_id=step_id,
+        view=view,
         include_superseded=include_superseded,
         include_expired=include_expired,
         include_deleted=include_deleted,
@@ -114,15 +123,11 @@ async def list_items(
 
 
 @router.get("/{item_id}", response_model=ItemRead, summary="Read one item, whatever its status")
-async def get_item(
-    user_id: UserIdPath, item_id: uuid.UUID, session: SessionDep, principal: PrincipalDep
-) -> ItemRead:
+async def get_item(user_id: UserIdPath, item_id: uuid.UUID, session: SessionDep, principal: PrincipalDep) -> ItemRead:
     return await service.get_item(session, principal, user_id, item_id)
 
 
-@router.delete(
-    "/{item_id}", response_model=ItemRead, summary="Tombstone an item (kept for audit until purged)"
-)
+@router.delete("/{item_id}", response_model=ItemRead, summary="Tombstone an item (kept for audit until purged)")
 async def delete_item(
     user_id: UserIdPath,
     item_id: uuid.UUID,

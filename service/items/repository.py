@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import and_, func, insert, or_, select, update
+from sqlalchemy import and_, bindparam, func, insert, or_, select, text, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql import ColumnElement
@@ -18,19 +18,14 @@ C = ContextItem.__table__.c  # type: ignore[attr-defined]
 
 
 async def ensure_user(session: AsyncSession, tenant_id: str, user_id: str, now: datetime) -> None:
+    # DO NOTHING, not DO UPDATE: an update would row-lock the user for the whole transaction and
+    # serialise every write of that user; slots are locked on their own (lock_slots).
     stmt = pg_insert(EndUser).values(tenant_id=tenant_id, user_id=user_id, created_at=now, updated_at=now)
-    stmt = stmt.on_conflict_do_update(
-        index_elements=[EndUser.tenant_id, EndUser.user_id], set_={"updated_at": now}
-    )
-    await session.execute(stmt)
+    await session.execute(stmt.on_conflict_do_nothing(index_elements=[EndUser.tenant_id, EndUser.user_id]))
 
 
 async def user_exists(session: AsyncSession, tenant_id: str, user_id: str) -> bool:
-    stmt = (
-        select(func.count())
-        .select_from(EndUser)
-        .where(EndUser.tenant_id == tenant_id, EndUser.user_id == user_id)
-    )
+    stmt = select(func.count()).select_from(EndUser).where(EndUser.tenant_id == tenant_id, EndUser.user_id == user_id)
     return bool((await session.execute(stmt)).scalar_one())
 
 
@@ -38,9 +33,7 @@ async def insert_items(session: AsyncSession, rows: Sequence[dict[str, Any]]) ->
     await session.execute(insert(ContextItem), list(rows))
 
 
-async def existing_ids(
-    session: AsyncSession, tenant_id: str, user_id: str, ids: Sequence[uuid.UUID]
-) -> set[uuid.UUID]:
+async def existing_ids(session: AsyncSession, tenant_id: str, user_id: str, ids: Sequence[uuid.UUID]) -> set[uuid.UUID]:
     if not ids:
         return set()
     stmt = select(C.id).where(C.tenant_id == tenant_id, C.user_id == user_id, C.id.in_(list(ids)))
@@ -62,9 +55,7 @@ async def tombstone(session: AsyncSession, item_id: uuid.UUID, now: datetime, re
     await session.execute(
         update(ContextItem)
         .where(ContextItem.id == item_id)
-        .values(
-            status="deleted", deleted_at=now, updated_at=now, status_reason=reason or "deleted by request"
-        )
+        .values(status="deleted", deleted_at=now, updated_at=now, status_reason=reason or "deleted by request")
     )
 
 
@@ -116,4 +107,92 @@ async def list_items(
         conds.append(C.id < after_id if descending else C.id > after_id)
     order = C.id.desc() if descending else C.id.asc()
     stmt = select(ContextItem).where(and_(*conds)).order_by(order).limit(limit)
+    return list((await session.execute(stmt)).scalars())
+
+
+ACTIVE_STATUSES = ("available", "verified", "missing")
+T = ContextItem.__table__  # type: ignore[attr-defined]
+
+
+async def lock_slots(session: AsyncSession, slot_names: Sequence[str]) -> None:
+    """Transaction-scoped advisory locks, one per slot, taken in sorted order so that two writers
+    locking overlapping slots cannot deadlock. A hash collision only serialises two unrelated slots."""
+    if not slot_names:
+        return
+    await session.execute(
+        text("SELECT pg_advisory_xact_lock(hashtextextended(s, 0)) FROM unnest(CAST(:slots AS text[])) AS s"),
+        {"slots": sorted(set(slot_names))},
+    )
+
+
+async def active_for_keys(
+    session: AsyncSession, tenant_id: str, user_id: str, keys: Sequence[str], *, lock: bool
+) -> list[Any]:
+    """Active keyed items of the user with any of ``keys`` (all scopes), locked when asked."""
+    if not keys:
+        return []
+    stmt = (
+        select(T)
+        .where(
+            C.tenant_id == tenant_id,
+            C.user_id == user_id,
+            C.key.in_(sorted(set(keys))),
+            C.status.in_(ACTIVE_STATUSES),
+        )
+        .order_by(C.id)
+    )
+    if lock:
+        stmt = stmt.with_for_update()
+    return list((await session.execute(stmt)).mappings())
+
+
+async def items_by_ids(
+    session: AsyncSession, tenant_id: str, user_id: str, ids: Sequence[uuid.UUID], *, lock: bool
+) -> list[Any]:
+    if not ids:
+        return []
+    stmt = select(T).where(C.tenant_id == tenant_id, C.user_id == user_id, C.id.in_(sorted(set(ids)))).order_by(C.id)
+    if lock:
+        stmt = stmt.with_for_update()
+    return list((await session.execute(stmt)).mappings())
+
+
+async def apply_updates(session: AsyncSession, updates: Sequence[dict[str, Any]]) -> None:
+    """Update existing items by id; every dict carries ``id`` and the same set of columns per group."""
+    groups: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+    for u in updates:
+        groups.setdefault(tuple(sorted(k for k in u if k != "id")), []).append(u)
+    for columns, rows in groups.items():
+        stmt = update(T).where(C.id == bindparam("_id")).values({col: bindparam(f"_{col}") for col in columns})
+        await session.execute(stmt, [{f"_{k}": v for k, v in row.items()} for row in rows])
+
+
+async def effective_candidates(
+    session: AsyncSession,
+    *,
+    tenant_id: str,
+    user_id: str,
+    now: datetime,
+    refs: dict[str, str | None],
+    filters: dict[str, Sequence[str] | str | None],
+) -> list[ContextItem]:
+    """Active, unexpired items that could apply in a context: user/global scope, plus the scopes whose
+    instance id is given in ``refs`` (scope → id)."""
+    scope_conds: list[ColumnElement[bool]] = [C.scope.in_(("user", "global"))]
+    for scope, ref in refs.items():
+        if ref:
+            scope_conds.append(and_(C.scope == scope, C.scope_ref == ref))
+    conds: list[ColumnElement[bool]] = [
+        C.tenant_id == tenant_id,
+        C.user_id == user_id,
+        C.status.in_(ACTIVE_STATUSES),
+        or_(C.expires_at.is_(None), C.expires_at > now),
+        or_(*scope_conds),
+    ]
+    for column, wanted in filters.items():
+        if wanted is None or (not isinstance(wanted, str) and not wanted):
+            continue
+        col = C[column]
+        conds.append(col == wanted if isinstance(wanted, str) else col.in_(list(wanted)))
+    stmt = select(ContextItem).where(and_(*conds)).order_by(C.id)
     return list((await session.execute(stmt)).scalars())

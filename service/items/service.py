@@ -11,7 +11,8 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from schemas.items import ItemCreate, ItemPage, ItemRead
-from scoring.items import authority_for_source, default_confidence, default_expires_at
+from scoring.items import SCOPE_ID_FIELD, authority_for_source, default_confidence, default_expires_at
+from scoring.scopes import ScopeContext, Scoped, effective, scope_ref
 from service.auth.service import Permission, Principal
 from service.errors import (
     BatchItemInvalid,
@@ -24,6 +25,7 @@ from service.errors import (
 from service.events import record_events
 from service.ids import uuid7
 from service.items import repository
+from service.items.resolution import resolve_rows
 from service.pagination import decode_cursor, encode_cursor
 from service.settings import Settings
 from service.tokenizer import Tokenizer
@@ -60,14 +62,13 @@ def _event_snapshot(row: dict[str, Any]) -> dict[str, Any]:
         "key": row["key"],
         "scope": row["scope"],
         "status": row["status"],
+        "superseded_by": str(row["superseded_by"]) if row["superseded_by"] else None,
         "authority": row["authority"],
         "token_cost": row["token_cost"],
     }
 
 
-async def create_items(
-    ctx: ItemContext, user_id: str, items: Sequence[ItemCreate], *, batch: bool
-) -> list[ItemRead]:
+async def create_items(ctx: ItemContext, user_id: str, items: Sequence[ItemCreate], *, batch: bool) -> list[ItemRead]:
     """Validate what the schema cannot, fill server-side defaults, insert items and events at once.
     In a batch the first bad item rejects the whole batch, naming its index."""
     principal, settings, now = ctx.principal, ctx.settings, ctx.now
@@ -93,9 +94,7 @@ async def create_items(
         for i, item in enumerate(items):
             missing = [str(r) for r in item.related_ids if r not in found]
             if missing:
-                raise _fail(
-                    f"related_ids not found for this user: {', '.join(missing)}", i if batch else None
-                )
+                raise _fail(f"related_ids not found for this user: {', '.join(missing)}", i if batch else None)
 
     costs = ctx.tokenizer.count_many([item.content for item in items])
     rows: list[dict[str, Any]] = []
@@ -129,9 +128,7 @@ async def create_items(
                 "kind": item.kind,
                 "status": item.status,
                 "status_reason": None,
-                "confidence": item.confidence
-                if item.confidence is not None
-                else default_confidence(item.source),
+                "confidence": item.confidence if item.confidence is not None else default_confidence(item.source),
                 "observed_at": observed_at,
                 "created_at": now,
                 "updated_at": now,
@@ -143,14 +140,21 @@ async def create_items(
                 "token_model": ctx.tokenizer.name,
                 "variants": item.variants.model_dump(exclude_none=True) if item.variants else None,
                 "related_ids": list(item.related_ids),
+                "scope_ref": scope_ref(item.scope, {f: getattr(item, f) for f in SCOPE_ID_FIELD.values()}),
+                "support_count": 1,
+                "corrects": item.corrects,
             }
         )
 
     await repository.ensure_user(ctx.session, principal.tenant_id, user_id, now)
+    plan = await resolve_rows(ctx.session, principal, user_id, rows, now=now, batch=batch)
+    # Retirements first: the new active rows must not meet the old ones in the one-active-per-slot index.
+    await repository.apply_updates(ctx.session, list(plan.updates.values()))
     await repository.insert_items(ctx.session, rows)
-    await record_events(
-        ctx.session,
-        [
+    created = []
+    for i, row in enumerate(rows):
+        res = plan.resolutions.get(i)
+        created.append(
             {
                 "tenant_id": principal.tenant_id,
                 "user_id": user_id,
@@ -159,15 +163,14 @@ async def create_items(
                 "action": "item.created",
                 "entity_type": "context_item",
                 "entity_id": str(row["id"]),
-                "reason": "batch write" if batch else "write",
-                "before": None,
+                "reason": (res["detail"] if res else None) or ("batch write" if batch else "write"),
+                "rule": res["rule"] if res else None,
                 "after": _event_snapshot(row),
                 "created_at": now,
             }
-            for row in rows
-        ],
-    )
-    return [ItemRead.model_validate(row) for row in rows]
+        )
+    await record_events(ctx.session, created + plan.events)
+    return [ItemRead.model_validate({**row, "resolution": plan.resolutions.get(i)}) for i, row in enumerate(rows)]
 
 
 async def require_user(session: AsyncSession, principal: Principal, user_id: str) -> None:
@@ -192,6 +195,9 @@ class ItemQuery:
     domain: str | None
     session_id: str | None
     task_id: str | None
+    stage_id: str | None
+    step_id: str | None
+    view: str
     include_superseded: bool
     include_expired: bool
     include_deleted: bool
@@ -214,6 +220,8 @@ async def list_items(
     if limit > settings.max_page_size:
         raise ValidationFailed(f"limit must be at most {settings.max_page_size}")
     after = decode_cursor(query.cursor, query.order) if query.cursor else None
+    if query.view == "effective":
+        return await _list_effective(session, principal, user_id, query, now, limit, after)
     visibility = repository.visibility_filter(
         now=now,
         statuses=query.statuses,
@@ -232,6 +240,8 @@ async def list_items(
             "domain": query.domain,
             "session_id": query.session_id,
             "task_id": query.task_id,
+            "stage_id": query.stage_id,
+            "step_id": query.step_id,
         },
         visibility=visibility,
         after_id=after,
@@ -242,6 +252,50 @@ async def list_items(
     rows = rows[:limit]
     next_cursor = encode_cursor(rows[-1].id, query.order) if more and rows else None
     return ItemPage(items=[ItemRead.model_validate(r) for r in rows], next_cursor=next_cursor)
+
+
+async def _list_effective(
+    session: AsyncSession,
+    principal: Principal,
+    user_id: str,
+    query: ItemQuery,
+    now: datetime,
+    limit: int,
+    after: uuid.UUID | None,
+) -> ItemPage:
+    """What applies in one context (session/task/stage/step): active, unexpired items of the user and
+    global scopes and of the given instances; per key the narrowest scope wins and names what it overrides."""
+    if query.statuses or query.include_superseded or query.include_deleted or query.include_expired:
+        raise ValidationFailed("view=effective shows active items only; drop status and include_* filters")
+    refs = {
+        "session": query.session_id,
+        "task": query.task_id,
+        "stage": query.stage_id,
+        "step": query.step_id,
+    }
+    rows = await repository.effective_candidates(
+        session,
+        tenant_id=principal.tenant_id,
+        user_id=user_id,
+        now=now,
+        refs=refs,
+        filters={"type": query.types, "scope": query.scopes, "key": query.key, "domain": query.domain},
+    )
+    ctx = ScopeContext(
+        session_id=query.session_id, task_id=query.task_id, stage_id=query.stage_id, step_id=query.step_id
+    )
+    chosen = effective([Scoped(str(r.id), r.key, r.scope, r.scope_ref) for r in rows], ctx)
+    kept = [r for r in rows if str(r.id) in chosen]
+    kept.sort(key=lambda r: r.id, reverse=query.order == "desc")
+    if after is not None:
+        kept = [r for r in kept if (r.id < after if query.order == "desc" else r.id > after)]
+    page = kept[:limit]
+    next_cursor = encode_cursor(page[-1].id, query.order) if len(kept) > limit and page else None
+    items = [
+        ItemRead.model_validate(r).model_copy(update={"overrides": [uuid.UUID(o) for o in chosen[str(r.id)]]})
+        for r in page
+    ]
+    return ItemPage(items=items, next_cursor=next_cursor)
 
 
 async def delete_item(

@@ -32,9 +32,7 @@ async def check_export(session: AsyncSession, principal: Principal, user_id: str
     await require_user(session, principal, user_id)
 
 
-async def export_stream(
-    db: Database, principal: Principal, user_id: str, now: datetime
-) -> AsyncIterator[bytes]:
+async def export_stream(db: Database, principal: Principal, user_id: str, now: datetime) -> AsyncIterator[bytes]:
     """Everything stored about the user as one JSON document, produced row by row from one
     repeatable-read snapshot so that the sections agree with each other."""
     async with db.engine.connect() as conn:
@@ -66,9 +64,7 @@ async def erase_user(
     no user id (a fingerprint instead), only the row counts."""
     principal.require(Permission.USERS_ERASE)
     await require_user(session, principal, user_id)
-    counts = await repository.erase_user(
-        session, principal.tenant_id, user_id, keep_idempotency_key=idempotency_key
-    )
+    counts = await repository.erase_user(session, principal.tenant_id, user_id, keep_idempotency_key=idempotency_key)
     fingerprint = user_fingerprint(principal.tenant_id, user_id)
     await record_event(
         session,

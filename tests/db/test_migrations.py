@@ -44,9 +44,7 @@ async def test_up_from_empty_matches_models_and_round_trips(empty_db: Database) 
     assert await migrate.current_revision(empty_db.engine) == migrate.head_revision()
     async with empty_db.engine.connect() as conn:
         assert await conn.run_sync(_diff) == []
-        tables = set(
-            (await conn.execute(text("SELECT tablename FROM pg_tables WHERE schemaname='public'"))).scalars()
-        )
+        tables = set((await conn.execute(text("SELECT tablename FROM pg_tables WHERE schemaname='public'"))).scalars())
     assert {"tenant", "api_key", "end_user", "context_item", "event", "idempotency_record"} <= tables
     await migrate.downgrade(empty_db.engine, "base")
     assert await migrate.current_revision(empty_db.engine) is None

@@ -59,9 +59,7 @@ async def test_other_tenant_sees_404_everywhere(
     r = await client.delete("/v1/users/alice", headers=other_tenant.admin)
     assert r.status_code == 404
     # Writing to "alice" in the other tenant creates that tenant's own alice, not ours.
-    r = await client.post(
-        "/v1/users/alice/items", json={"type": "fact", "content": "b"}, headers=other_tenant.agent
-    )
+    r = await client.post("/v1/users/alice/items", json={"type": "fact", "content": "b"}, headers=other_tenant.agent)
     assert r.status_code == 201
     listed = (await client.get("/v1/users/alice/items", headers=other_tenant.agent)).json()["items"]
     assert [i["content"] for i in listed] == ["b"]
@@ -87,9 +85,7 @@ async def test_roles(client: httpx.AsyncClient, tenant: TenantKeys, db: Database
     assert (
         await client.post("/v1/users/alice/items/batch", json={"items": [ITEM]}, headers=tenant.operator)
     ).status_code == 403
-    assert (
-        await client.delete(f"/v1/users/alice/items/{item_id}", headers=tenant.operator)
-    ).status_code == 403
+    assert (await client.delete(f"/v1/users/alice/items/{item_id}", headers=tenant.operator)).status_code == 403
     assert (await client.delete("/v1/users/alice", headers=tenant.operator)).status_code == 403
     # agent: no export, no erase, no system authority
     assert (await client.get("/v1/users/alice/export", headers=tenant.agent)).status_code == 403

@@ -11,9 +11,7 @@ from tests.conftest import TenantKeys
 
 async def _events(db: Database, tenant_id: str) -> list[dict[str, object]]:
     async with db.engine.connect() as conn:
-        rows = await conn.execute(
-            text("SELECT * FROM event WHERE tenant_id = :t ORDER BY id"), {"t": tenant_id}
-        )
+        rows = await conn.execute(text("SELECT * FROM event WHERE tenant_id = :t ORDER BY id"), {"t": tenant_id})
         return [dict(r._mapping) for r in rows]
 
 
@@ -47,6 +45,7 @@ async def test_every_change_is_an_event(client: httpx.AsyncClient, tenant: Tenan
         "key": "k",
         "scope": "user",
         "status": "available",
+        "superseded_by": None,
         "authority": "inferred",
         "token_cost": 1,
     }

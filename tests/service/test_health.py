@@ -37,9 +37,7 @@ async def test_readyz_not_ready_when_database_unreachable(settings) -> None:  # 
     assert r.json()["checks"]["database"].startswith("unreachable")
 
 
-async def test_metrics_count_requests_by_route_and_status(
-    client: httpx.AsyncClient, tenant: TenantKeys
-) -> None:
+async def test_metrics_count_requests_by_route_and_status(client: httpx.AsyncClient, tenant: TenantKeys) -> None:
     await client.post("/v1/users/m/items", json={"type": "fact", "content": "x"}, headers=tenant.agent)
     await client.get("/v1/users/m/items", headers=tenant.agent)
     await client.get("/v1/users/m/items", headers={})

@@ -30,9 +30,7 @@ async def test_replay_returns_first_response_and_writes_nothing(
     assert await tenant_rows(db, tenant.tenant_id) == after_first
 
 
-async def test_same_key_different_body_is_422(
-    client: httpx.AsyncClient, tenant: TenantKeys, db: Database
-) -> None:
+async def test_same_key_different_body_is_422(client: httpx.AsyncClient, tenant: TenantKeys, db: Database) -> None:
     headers = {**tenant.agent, "Idempotency-Key": "req-2"}
     assert (await client.post("/v1/users/u1/items", json=BODY, headers=headers)).status_code == 201
     before = await tenant_rows(db, tenant.tenant_id)
@@ -48,25 +46,17 @@ async def test_same_key_different_body_is_422(
 async def test_keys_are_scoped_per_tenant(
     client: httpx.AsyncClient, tenant: TenantKeys, other_tenant: TenantKeys
 ) -> None:
-    a = await client.post(
-        "/v1/users/u1/items", json=BODY, headers={**tenant.agent, "Idempotency-Key": "shared"}
-    )
-    b = await client.post(
-        "/v1/users/u1/items", json=BODY, headers={**other_tenant.agent, "Idempotency-Key": "shared"}
-    )
+    a = await client.post("/v1/users/u1/items", json=BODY, headers={**tenant.agent, "Idempotency-Key": "shared"})
+    b = await client.post("/v1/users/u1/items", json=BODY, headers={**other_tenant.agent, "Idempotency-Key": "shared"})
     assert a.status_code == b.status_code == 201
     assert a.json()["id"] != b.json()["id"]
 
 
 async def test_failed_request_is_not_stored(client: httpx.AsyncClient, tenant: TenantKeys) -> None:
     headers = {**tenant.agent, "Idempotency-Key": "req-3"}
-    bad = await client.post(
-        "/v1/users/u1/items", json=dict(BODY, observed_at="2099-01-01T00:00:00Z"), headers=headers
-    )
+    bad = await client.post("/v1/users/u1/items", json=dict(BODY, observed_at="2099-01-01T00:00:00Z"), headers=headers)
     assert bad.status_code == 422
-    good = await client.post(
-        "/v1/users/u1/items", json=dict(BODY, observed_at="2099-01-01T00:00:00Z"), headers=headers
-    )
+    good = await client.post("/v1/users/u1/items", json=dict(BODY, observed_at="2099-01-01T00:00:00Z"), headers=headers)
     assert good.status_code == 422  # still fails the same way: nothing was stored, the rule ran again
 
 
@@ -81,9 +71,7 @@ async def test_malformed_key_is_422(client: httpx.AsyncClient, tenant: TenantKey
     assert r.headers["content-type"] == "application/problem+json"
 
 
-async def test_delete_and_batch_are_idempotent(
-    client: httpx.AsyncClient, tenant: TenantKeys, db: Database
-) -> None:
+async def test_delete_and_batch_are_idempotent(client: httpx.AsyncClient, tenant: TenantKeys, db: Database) -> None:
     batch = {"items": [BODY, dict(BODY, content="second")]}
     h = {**tenant.agent, "Idempotency-Key": "batch-1"}
     first = await client.post("/v1/users/u1/items/batch", json=batch, headers=h)

@@ -86,9 +86,7 @@ def test_unknown_name_is_rejected(tmp_path: Path) -> None:
         build_tokenizer("gpt2", cache_dir=tmp_path)
 
 
-def test_unwritable_cache_dir_falls_back_to_the_estimate(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
-) -> None:
+def test_unwritable_cache_dir_falls_back_to_the_estimate(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     regular_file = tmp_path / "not-a-dir"
     regular_file.write_text("x")
     with caplog.at_level(logging.WARNING, logger="ctxmem.tokenizer"):
@@ -134,9 +132,7 @@ def test_a_damaged_cache_file_is_replaced(tmp_path: Path) -> None:
     tokenizer = build_tokenizer("cl100k_base", cache_dir=tmp_path)
     assert tokenizer.exact
     assert tokenizer.count("hello world") == 2
-    assert (
-        hashlib.sha256(cached.read_bytes()).hexdigest() == tokenizer_module._BPE_FILES["cl100k_base"].sha256
-    )
+    assert hashlib.sha256(cached.read_bytes()).hexdigest() == tokenizer_module._BPE_FILES["cl100k_base"].sha256
 
 
 def test_build_leaves_the_environment_as_it_was(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -170,8 +166,7 @@ def test_bpe_files_match_what_tiktoken_asks_for(monkeypatch: pytest.MonkeyPatch)
 @pytest.mark.parametrize(
     "text",
     [
-        "The user prefers managed services because the operations team is small, and deployments must "
-        "stay reversible.",
+        "The user prefers managed services because the operations team is small, and deployments must stay reversible.",
         "Always answer in British English and cite the source document for every number you quote.",
         '{"type": "preference", "content": "use PostgreSQL 16", "confidence": 0.92, "tags": ["db", "ops"]}',
         "我们的运维团队很小，所以更喜欢托管服务。部署必须可以回滚，数据库使用PostgreSQL。",

@@ -16,9 +16,7 @@ ALLOWED = {201, 403, 404, 413, 422}
 json_scalars = st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=40)
 json_values = st.recursive(
     json_scalars,
-    lambda children: (
-        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4)
-    ),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4),
     max_leaves=12,
 )
 FIELDS = [

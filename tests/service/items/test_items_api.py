@@ -38,9 +38,7 @@ def _ts(value: str) -> datetime:
 
 
 async def test_round_trip_of_every_field(client: httpx.AsyncClient, tenant: TenantKeys) -> None:
-    first = await client.post(
-        "/v1/users/u1/items", json={"type": "fact", "content": "x"}, headers=tenant.agent
-    )
+    first = await client.post("/v1/users/u1/items", json={"type": "fact", "content": "x"}, headers=tenant.agent)
     assert first.status_code == 201, first.text
     body = dict(FULL_ITEM, related_ids=[first.json()["id"]])
     r = await client.post("/v1/users/u1/items", json=body, headers=tenant.agent)
@@ -49,6 +47,8 @@ async def test_round_trip_of_every_field(client: httpx.AsyncClient, tenant: Tena
     got = await client.get(f"/v1/users/u1/items/{created['id']}", headers=tenant.agent)
     assert got.status_code == 200
     item = got.json()
+    assert created.pop("resolution")["outcome"] == "new"
+    assert item.pop("resolution") is None
     assert item == created
     for field, value in body.items():
         if field in ("observed_at", "expires_at"):
@@ -76,9 +76,7 @@ async def test_server_side_defaults(client: httpx.AsyncClient, tenant: TenantKey
     assert item["hard"] is False
     assert item["confidence"] == 0.5
     assert item["expires_at"] is None  # facts last until replaced
-    assert (
-        before - timedelta(seconds=1) <= _ts(item["observed_at"]) <= datetime.now(UTC) + timedelta(seconds=1)
-    )
+    assert before - timedelta(seconds=1) <= _ts(item["observed_at"]) <= datetime.now(UTC) + timedelta(seconds=1)
     assert item["created_at"] == item["observed_at"]
 
     r = await client.post(
@@ -149,9 +147,7 @@ async def test_token_cost_english_chinese_mixed(client: httpx.AsyncClient, tenan
     }
     costs = {}
     for text in cases:
-        r = await client.post(
-            "/v1/users/u1/items", json={"type": "fact", "content": text}, headers=tenant.agent
-        )
+        r = await client.post("/v1/users/u1/items", json={"type": "fact", "content": text}, headers=tenant.agent)
         assert r.status_code == 201
         costs[text] = r.json()["token_cost"]
     assert costs["hello world"] == 2
@@ -175,9 +171,7 @@ async def test_token_cost_english_chinese_mixed(client: httpx.AsyncClient, tenan
 async def test_list_filters_pagination_and_hidden_statuses(
     client: httpx.AsyncClient, tenant: TenantKeys, db: Database
 ) -> None:
-    items = [
-        {"type": "fact", "content": f"fact {i}", "domain": "phone" if i % 2 else "finance"} for i in range(7)
-    ] + [
+    items = [{"type": "fact", "content": f"fact {i}", "domain": "phone" if i % 2 else "finance"} for i in range(7)] + [
         {"type": "goal", "content": "ship", "scope": "session", "session_id": "s9"},
         {
             "type": "constraint",
@@ -241,9 +235,7 @@ async def test_list_filters_pagination_and_hidden_statuses(
     assert await count_rows(db, tenant.tenant_id, "context_item", "u2") == 10  # a tombstone, not a delete
 
 
-async def test_delete_tombstones_and_records_event(
-    client: httpx.AsyncClient, tenant: TenantKeys, db: Database
-) -> None:
+async def test_delete_tombstones_and_records_event(client: httpx.AsyncClient, tenant: TenantKeys, db: Database) -> None:
     r = await client.post("/v1/users/u3/items", json={"type": "fact", "content": "tmp"}, headers=tenant.agent)
     item_id = r.json()["id"]
     events_before = await count_rows(db, tenant.tenant_id, "event", "u3")

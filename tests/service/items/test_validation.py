@@ -190,9 +190,7 @@ async def test_oversize_body_is_413(client: httpx.AsyncClient, tenant: TenantKey
     assert await tenant_rows(db, tenant.tenant_id) == before
 
 
-async def test_batch_limits_and_atomicity(
-    client: httpx.AsyncClient, tenant: TenantKeys, db: Database
-) -> None:
+async def test_batch_limits_and_atomicity(client: httpx.AsyncClient, tenant: TenantKeys, db: Database) -> None:
     before = await tenant_rows(db, tenant.tenant_id)
     r = await client.post("/v1/users/u1/items/batch", json={"items": [GOOD] * 1001}, headers=tenant.agent)
     assert r.status_code == 413

@@ -13,9 +13,7 @@ from tests.conftest import TenantKeys
 from tests.helpers import USER_TABLES, count_rows
 
 
-async def test_export_then_erase_leaves_zero_rows(
-    client: httpx.AsyncClient, tenant: TenantKeys, db: Database
-) -> None:
+async def test_export_then_erase_leaves_zero_rows(client: httpx.AsyncClient, tenant: TenantKeys, db: Database) -> None:
     items = [{"type": "fact", "content": f"fact {i} 数据", "value": {"i": i}} for i in range(25)]
     r = await client.post(
         "/v1/users/carol/items/batch",
@@ -35,9 +33,7 @@ async def test_export_then_erase_leaves_zero_rows(
     assert doc["user_id"] == "carol" and doc["tenant_id"] == tenant.tenant_id
     assert sorted(i["id"] for i in doc["items"]) == sorted(ids)
     assert {i["status"] for i in doc["items"]} == {"available", "deleted"}
-    assert [i["value"] for i in doc["items"] if i["status"] == "available"] == [
-        {"i": i} for i in range(1, 25)
-    ]
+    assert [i["value"] for i in doc["items"] if i["status"] == "available"] == [{"i": i} for i in range(1, 25)]
     actions = [e["action"] for e in doc["events"]]
     assert actions.count("item.created") == 25 and actions.count("item.deleted") == 1
 
@@ -61,10 +57,7 @@ async def test_export_then_erase_leaves_zero_rows(
         ).scalar_one()
         erasure = (
             await conn.execute(
-                text(
-                    "SELECT user_id, entity_id, after FROM event"
-                    " WHERE tenant_id = :t AND action = 'user.erased'"
-                ),
+                text("SELECT user_id, entity_id, after FROM event WHERE tenant_id = :t AND action = 'user.erased'"),
                 {"t": tenant.tenant_id},
             )
         ).one()
@@ -81,9 +74,7 @@ async def test_export_then_erase_leaves_zero_rows(
     assert (await client.delete("/v1/users/carol", headers=tenant.admin)).status_code == 404
 
 
-async def test_export_of_large_user_streams(
-    client: httpx.AsyncClient, tenant: TenantKeys, db: Database
-) -> None:
+async def test_export_of_large_user_streams(client: httpx.AsyncClient, tenant: TenantKeys, db: Database) -> None:
     for n in range(3):
         batch = [{"type": "episode", "content": f"turn {n}-{i} " + "x" * 400} for i in range(1000)]
         r = await client.post("/v1/users/big/items/batch", json={"items": batch}, headers=tenant.agent)

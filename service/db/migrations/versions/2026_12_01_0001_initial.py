@@ -41,9 +41,7 @@ def upgrade() -> None:
         sa.Column("created_at", TS, nullable=False),
         sa.Column("revoked_at", TS, nullable=True),
         sa.PrimaryKeyConstraint("id", name="pk_api_key"),
-        sa.ForeignKeyConstraint(
-            ["tenant_id"], ["tenant.id"], name="fk_api_key_tenant_id_tenant", ondelete="CASCADE"
-        ),
+        sa.ForeignKeyConstraint(["tenant_id"], ["tenant.id"], name="fk_api_key_tenant_id_tenant", ondelete="CASCADE"),
         sa.UniqueConstraint("secret_hash", name="uq_api_key_secret_hash"),
         sa.CheckConstraint(_in("role", ("agent", "operator", "admin")), name="ck_api_key_role"),
     )
@@ -56,9 +54,7 @@ def upgrade() -> None:
         sa.Column("created_at", TS, nullable=False),
         sa.Column("updated_at", TS, nullable=False),
         sa.PrimaryKeyConstraint("tenant_id", "user_id", name="pk_end_user"),
-        sa.ForeignKeyConstraint(
-            ["tenant_id"], ["tenant.id"], name="fk_end_user_tenant_id_tenant", ondelete="CASCADE"
-        ),
+        sa.ForeignKeyConstraint(["tenant_id"], ["tenant.id"], name="fk_end_user_tenant_id_tenant", ondelete="CASCADE"),
     )
 
     item_types = (
@@ -165,8 +161,7 @@ def upgrade() -> None:
         """
     )
     op.execute(
-        "CREATE TRIGGER event_append_only BEFORE UPDATE ON event "
-        "FOR EACH ROW EXECUTE FUNCTION event_reject_update()"
+        "CREATE TRIGGER event_append_only BEFORE UPDATE ON event FOR EACH ROW EXECUTE FUNCTION event_reject_update()"
     )
 
     op.create_table(
