@@ -1,0 +1,217 @@
+"""Profile tiers and the effective profile (DESIGN §3.3): pure decisions over plain values.
+
+Tiers: ``current`` (seen in one session; applies there), ``candidate`` (independent sessions; a hint,
+never a default), ``long_term`` (promoted by score, or at once on explicit confirmation).
+Statuses: ``active``, ``weakened`` (contrary evidence or long silence), ``expired``, ``rejected``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from scoring.fourc import Evidence, FourCScore
+
+TIER_ORDER = {"long_term": 0, "candidate": 1, "current": 2}
+
+
+@dataclass(frozen=True)
+class EntryState:
+    tier: str
+    status: str
+
+
+@dataclass(frozen=True)
+class Transition:
+    tier: str
+    status: str
+    rule: str | None  # why it changed; None when nothing changed
+    reason: str
+
+
+def transition(state: EntryState, obs: Evidence, score: FourCScore, *, candidate_min_sessions: int = 2) -> Transition:
+    """The immediate consequence of one new observation (the promotion job does the score-based rest):
+
+    - an explicit denial (contradicting, explicit or a "no" to a confirmation question) → ``rejected``;
+    - contradicting inferred behaviour → ``weakened`` (a rejected entry stays rejected);
+    - a rejected entry comes back only with new *explicit* support: ``long_term`` if it is a
+      confirmation, else ``current`` — inferred support leaves it rejected;
+    - an explicit confirmation → ``long_term`` and ``active`` at once;
+    - explicit support revives a ``weakened`` entry;
+    - support from a second independent session turns ``current`` into ``candidate``.
+    """
+    tier, status = state.tier, state.status
+    explicit = obs.explicit or obs.confirmation
+    if not obs.supports:
+        if explicit:
+            if status == "rejected":
+                return Transition(tier, status, None, "already rejected")
+            return Transition(tier, "rejected", "denial", "the user explicitly denied it")
+        if status in ("rejected", "weakened", "expired"):
+            return Transition(tier, status, None, f"already {status}")
+        return Transition(tier, "weakened", "contradiction", "contradicting behaviour")
+    if status == "rejected":
+        if obs.confirmation:
+            return Transition("long_term", "active", "confirmation", "confirmed after a rejection")
+        if explicit:
+            return Transition("current", "active", "restated", "stated again explicitly after a rejection")
+        return Transition(tier, status, None, "rejection stands until new explicit evidence")
+    if obs.confirmation:
+        if (tier, status) == ("long_term", "active"):
+            return Transition(tier, status, None, "confirmed again")
+        return Transition("long_term", "active", "confirmation", "explicitly confirmed by the user")
+    new_status = status
+    rule: str | None = None
+    reason = "evidence added"
+    if status in ("weakened", "expired") and explicit:
+        new_status, rule, reason = "active", "restated", "stated explicitly again"
+    if tier == "current" and score.sessions >= candidate_min_sessions:
+        return Transition("candidate", new_status, "second-session", "seen in independent sessions")
+    return Transition(tier, new_status, rule, reason)
+
+
+@dataclass(frozen=True)
+class ProfileEntry:
+    """An entry as the effective view needs it."""
+
+    id: str
+    domain: str | None
+    dimension: str
+    key: str
+    value: str
+    polarity: str
+    tier: str
+    status: str
+    score: float
+    explicit: bool
+    confirmed: bool
+    current_session_id: str | None
+    last_evidence_at: datetime
+
+
+@dataclass(frozen=True)
+class EffectiveEntry:
+    entry: ProfileEntry
+    why: str  # long_term | current-statement
+    overrides: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class EffectiveProfile:
+    entries: tuple[EffectiveEntry, ...] = ()
+    constraints: tuple[EffectiveEntry, ...] = ()  # confirmed dislikes: "do not recommend X"
+    hints: tuple[ProfileEntry, ...] = ()  # candidates and weakened beliefs: tentative
+    overridden: tuple[tuple[str, str], ...] = field(default=())  # (entry id, overridden by id)
+
+
+def _is_statement(e: ProfileEntry, session_id: str | None) -> bool:
+    return session_id is not None and e.explicit and e.current_session_id == session_id
+
+
+def _precedence(e: ProfileEntry, session_id: str | None) -> tuple[int, int, int, int, float, datetime, str]:
+    """Higher wins: an explicit statement in this session > domain over global > explicit over
+    inferred > confirmed > score > more recent evidence > id."""
+    return (
+        int(_is_statement(e, session_id)),
+        int(e.domain is not None),
+        int(e.explicit),
+        int(e.confirmed),
+        e.score,
+        e.last_evidence_at,
+        e.id,
+    )
+
+
+def _sort_key(e: ProfileEntry) -> tuple[int, str, str, str, str, str]:
+    return (TIER_ORDER.get(e.tier, 9), e.domain or "", e.dimension, e.key, e.value, e.id)
+
+
+def effective_profile(
+    entries: Iterable[ProfileEntry], *, session_id: str | None, domains: Sequence[str] | None
+) -> EffectiveProfile:
+    """What an agent should take as true about the user in one session and set of domains.
+
+    Defaults are active long-term entries and this session's explicit statements (any tier). Within each
+    (dimension, key), the highest-precedence positive value stands and overrides the others — a domain
+    entry overrides a global one only for its domain, a statement in this session overrides history only
+    in this session. A like and a dislike of the same value: the higher precedence stands. Dislikes of
+    other values stand beside the winner; confirmed ones become constraints. Candidates, weakened beliefs
+    and this session's inferred ``current`` entries are hints; rejected and expired entries are left out.
+    The output is sorted so that equal input gives byte-identical output (prompt caching).
+    """
+    wanted = None if domains is None else set(domains)
+    usable = [
+        e
+        for e in entries
+        if e.status not in ("rejected", "expired") and (e.domain is None or wanted is None or e.domain in wanted)
+    ]
+    defaults: list[ProfileEntry] = []
+    hints: list[ProfileEntry] = []
+    for e in usable:
+        if e.status == "active" and (e.tier == "long_term" or _is_statement(e, session_id)):
+            defaults.append(e)
+        elif (
+            e.tier == "candidate"
+            or e.status == "weakened"
+            or (e.tier == "current" and session_id is not None and e.current_session_id == session_id)
+        ):
+            hints.append(e)
+
+    # The contexts a value must hold in: the requested domains (global entries apply inside each), or,
+    # when none are requested, "no domain" plus every domain the user has entries in.
+    contexts: list[str | None]
+    if domains:
+        contexts = [*sorted(set(domains))]
+    else:
+        contexts = [None, *sorted({e.domain for e in defaults if e.domain is not None})]
+    groups: dict[tuple[str, str], list[ProfileEntry]] = {}
+    for e in defaults:
+        groups.setdefault((e.dimension, e.key), []).append(e)
+
+    stands: set[str] = set()
+    beaten_by: dict[tuple[str, str | None], str] = {}
+    for group in groups.values():
+        for ctx in contexts:
+            pool = [e for e in group if e.domain is None or e.domain == ctx]
+            if not pool:
+                continue
+            ranked = sorted(pool, key=lambda e: _precedence(e, session_id), reverse=True)
+            alive = list(ranked)
+            # like vs dislike of one value: the higher precedence stands.
+            for e in ranked:
+                if e not in alive:
+                    continue
+                for other in ranked:
+                    if other is not e and other in alive and other.value == e.value and other.polarity != e.polarity:
+                        alive.remove(other)
+                        beaten_by.setdefault((other.id, ctx), e.id)
+            positives = [e for e in alive if e.polarity != "dislike"]
+            for beaten in positives[1:]:
+                beaten_by.setdefault((beaten.id, ctx), positives[0].id)
+            standing = positives[:1] + [e for e in alive if e.polarity == "dislike"]
+            stands.update(e.id for e in standing)
+
+    # A winner names everything it beat in some context; an entry counts as overridden only when it
+    # stands in none (a global value overridden inside "phone" may still hold for "laptop").
+    overrides: dict[str, list[str]] = {}
+    overridden: list[tuple[str, str]] = []
+    for (loser, _ctx), winner in sorted(beaten_by.items(), key=lambda kv: (kv[0][0], kv[0][1] or "")):
+        if loser not in overrides.get(winner, []):
+            overrides.setdefault(winner, []).append(loser)
+        if loser not in stands and (loser, winner) not in overridden:
+            overridden.append((loser, winner))
+    kept = sorted((e for e in defaults if e.id in stands), key=_sort_key)
+    out_entries: list[EffectiveEntry] = []
+    out_constraints: list[EffectiveEntry] = []
+    for e in kept:
+        eff = EffectiveEntry(
+            e, "current-statement" if _is_statement(e, session_id) else "long_term", tuple(overrides.get(e.id, ()))
+        )
+        (out_constraints if e.polarity == "dislike" and e.confirmed else out_entries).append(eff)
+    return EffectiveProfile(
+        entries=tuple(out_entries),
+        constraints=tuple(out_constraints),
+        hints=tuple(sorted(hints, key=lambda e: (-e.score, *_sort_key(e)))),
+        overridden=tuple(overridden),
+    )
