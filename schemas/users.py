@@ -18,9 +18,15 @@ class EventRead(ReadModel):
     entity_type: str
     entity_id: str | None
     reason: str | None
+    rule: str | None
     before: Any
     after: Any
     created_at: datetime
+
+
+class EventPage(ReadModel):
+    items: list[EventRead]
+    next_cursor: str | None
 
 
 class EraseResult(ReadModel):

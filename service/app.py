@@ -18,7 +18,9 @@ from service.errors import install_error_handlers
 from service.health.endpoints import router as health_router
 from service.items.endpoints import router as items_router
 from service.limits import BodySizeLimit
+from service.profiles.endpoints import router as profiles_router
 from service.settings import Settings, get_settings
+from service.timeline.endpoints import router as timeline_router
 from service.tokenizer import build_tokenizer
 from service.users.endpoints import router as users_router
 
@@ -69,6 +71,8 @@ def create_app(
     install_error_handlers(app)
     app.include_router(health_router)
     app.include_router(items_router)
+    app.include_router(profiles_router)
+    app.include_router(timeline_router)
     app.include_router(users_router)
     registry = CollectorRegistry(auto_describe=True)
     Instrumentator(

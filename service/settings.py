@@ -6,7 +6,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 ItemTypeName = Literal[
@@ -34,8 +34,35 @@ DEFAULT_SCOPE_TTL: dict[str, int] = {
 }
 
 
+class FourCSettings(BaseModel):
+    """Weights of the 4C score (scoring/fourc.py documents each and the calibration they hold).
+    Set one with e.g. ``CTXMEM_FOURC__COUNT_POINTS=30``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    count_points: float = Field(30.0, ge=0)
+    count_saturation_sessions: int = Field(6, ge=1)
+    continuity_points: float = Field(25.0, ge=0)
+    continuity_saturation_days: float = Field(90.0, gt=0)
+    cross_context_points: float = Field(15.0, ge=0)
+    cross_context_saturation: int = Field(3, ge=1)
+    confirmation_points: float = Field(30.0, ge=0)
+    explicit_points: float = Field(20.0, ge=0)
+    inferred_points: float = Field(10.0, ge=0)
+    inferred_saturation_sessions: int = Field(3, ge=1)
+    contradiction_penalty: float = Field(15.0, ge=0)
+    explicit_contradiction_penalty: float = Field(25.0, ge=0)
+
+    @model_validator(mode="after")
+    def _max_100(self) -> FourCSettings:
+        total = self.count_points + self.continuity_points + self.cross_context_points + self.confirmation_points
+        if total > 100:
+            raise ValueError(f"the four maxima must add up to at most 100 (got {total})")
+        return self
+
+
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="CTXMEM_", env_file=None, extra="ignore")
+    model_config = SettingsConfigDict(env_prefix="CTXMEM_", env_file=None, extra="ignore", env_nested_delimiter="__")
 
     # Empty → start (or attach to) an embedded PostgreSQL under ``data_dir/postgres``.
     database_url: str = ""
@@ -65,6 +92,13 @@ class Settings(BaseSettings):
 
     # Stored responses of idempotent requests are kept this long (hours).
     idempotency_retention_hours: int = Field(24, ge=1)
+
+    # Profiles (DESIGN §3.3-3.4).
+    fourc: FourCSettings = Field(default_factory=FourCSettings)
+    # A candidate whose score reaches this is promoted to long_term by the promotion job.
+    long_term_threshold: float = Field(60.0, ge=0, le=100)
+    # Independent sessions needed before an entry becomes a candidate.
+    candidate_min_sessions: int = Field(2, ge=2)
 
     log_level: Literal["debug", "info", "warning", "error"] = "info"
 

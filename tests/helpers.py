@@ -6,7 +6,7 @@ from sqlalchemy import text
 
 from service.db.engine import Database
 
-USER_TABLES = ("context_item", "event", "idempotency_record", "end_user")
+USER_TABLES = ("observation", "profile_entry", "context_item", "event", "idempotency_record", "end_user")
 
 
 async def count_rows(db: Database, tenant_id: str, table: str, user_id: str | None = None) -> int:

@@ -29,13 +29,20 @@ class Permission(StrEnum):
     USERS_EXPORT = "users:export"
     USERS_ERASE = "users:erase"
     KEYS_MANAGE = "keys:manage"
+    PROFILE_WRITE = "profile:write"
+    PROFILE_CONFIRM = "profile:confirm"
+    EVIDENCE_READ = "evidence:read"
 
 
 # agent: items, observations, windows. operator: reads everything in its tenant. admin: everything,
 # including keys, erasure, jobs and writing system-authority rules.
 ROLE_PERMISSIONS: dict[str, frozenset[Permission]] = {
-    "agent": frozenset({Permission.ITEMS_WRITE, Permission.ITEMS_READ}),
-    "operator": frozenset({Permission.ITEMS_READ, Permission.USERS_EXPORT}),
+    "agent": frozenset(
+        {Permission.ITEMS_WRITE, Permission.ITEMS_READ, Permission.PROFILE_WRITE, Permission.PROFILE_CONFIRM}
+    ),
+    "operator": frozenset(
+        {Permission.ITEMS_READ, Permission.USERS_EXPORT, Permission.PROFILE_CONFIRM, Permission.EVIDENCE_READ}
+    ),
     "admin": frozenset(Permission),
 }
 

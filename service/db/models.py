@@ -224,3 +224,93 @@ class IdempotencyRecord(SQLModel, table=True):
     status_code: int | None = Field(default=None, sa_column=sa.Column(sa.Integer, nullable=True))
     response_body: bytes | None = Field(default=None, sa_column=sa.Column(sa.LargeBinary, nullable=True))
     created_at: datetime = _ts()
+
+
+DIMENSIONS = ("goal", "ability", "preference", "decision_style", "relationship")
+POLARITIES = ("like", "dislike", "neutral")
+TIERS = ("current", "candidate", "long_term")
+ENTRY_STATUSES = ("active", "weakened", "expired", "rejected")
+
+
+class ProfileEntry(SQLModel, table=True):
+    """One belief about a user: (domain | global, dimension, key, value, polarity), with its tier and 4C score."""
+
+    __tablename__ = "profile_entry"
+    __table_args__ = (
+        sa.ForeignKeyConstraint(
+            ["tenant_id", "user_id"], ["end_user.tenant_id", "end_user.user_id"], name="fk_profile_entry_end_user"
+        ),
+        sa.CheckConstraint(_in("dimension", DIMENSIONS), name="dimension"),
+        sa.CheckConstraint(_in("polarity", POLARITIES), name="polarity"),
+        sa.CheckConstraint(_in("tier", TIERS), name="tier"),
+        sa.CheckConstraint(_in("status", ENTRY_STATUSES), name="status"),
+        sa.CheckConstraint("score >= 0 AND score <= 100", name="score"),
+        sa.UniqueConstraint(
+            "tenant_id",
+            "user_id",
+            "domain_key",
+            "dimension",
+            "key",
+            "value",
+            "polarity",
+            name="uq_profile_entry_belief",
+        ),
+        sa.Index("ix_profile_entry_user_tier", "tenant_id", "user_id", "tier", "status"),
+    )
+
+    id: uuid.UUID = Field(sa_column=sa.Column(pg.UUID(as_uuid=True), primary_key=True))
+    tenant_id: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
+    user_id: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
+    domain: str | None = Field(default=None, sa_column=sa.Column(sa.Text, nullable=True))
+    # domain or '' for a global entry, so that the uniqueness of a belief holds for global entries too.
+    domain_key: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
+    dimension: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
+    key: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
+    value: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
+    polarity: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
+    tier: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
+    status: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
+    score: float = Field(sa_column=sa.Column(sa.Float, nullable=False))
+    breakdown: Any = Field(sa_column=sa.Column(pg.JSONB, nullable=False))
+    explicit: bool = Field(sa_column=sa.Column(sa.Boolean, nullable=False))
+    evidence_count: int = Field(sa_column=sa.Column(sa.Integer, nullable=False))
+    current_session_id: str | None = Field(default=None, sa_column=sa.Column(sa.Text, nullable=True))
+    confirmed_at: datetime | None = _ts(nullable=True)
+    first_evidence_at: datetime = _ts()
+    last_evidence_at: datetime = _ts()
+    # Last *supporting* evidence: what decay measures silence from.
+    last_supported_at: datetime | None = _ts(nullable=True)
+    expires_at: datetime | None = _ts(nullable=True)
+    created_at: datetime = _ts()
+    updated_at: datetime = _ts()
+
+
+class Observation(SQLModel, table=True):
+    """Append-only evidence for or against a profile entry."""
+
+    __tablename__ = "observation"
+    __table_args__ = (
+        sa.CheckConstraint("stance IN ('supports', 'contradicts')", name="stance"),
+        sa.CheckConstraint("weight > 0 AND weight <= 1", name="weight"),
+        sa.Index("ix_observation_entry", "tenant_id", "entry_id", "observed_at"),
+        sa.Index("ix_observation_user", "tenant_id", "user_id", "id"),
+    )
+
+    id: uuid.UUID = Field(sa_column=sa.Column(pg.UUID(as_uuid=True), primary_key=True))
+    tenant_id: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
+    user_id: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
+    entry_id: uuid.UUID = Field(
+        sa_column=sa.Column(
+            pg.UUID(as_uuid=True), sa.ForeignKey("profile_entry.id", ondelete="CASCADE"), nullable=False
+        )
+    )
+    session_id: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
+    context: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
+    explicit: bool = Field(sa_column=sa.Column(sa.Boolean, nullable=False))
+    stance: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
+    confirmation: bool = Field(sa_column=sa.Column(sa.Boolean, nullable=False))
+    observed_at: datetime = _ts()
+    source: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
+    note: str | None = Field(default=None, sa_column=sa.Column(sa.Text, nullable=True))
+    weight: float = Field(sa_column=sa.Column(sa.Float, nullable=False))
+    created_at: datetime = _ts()

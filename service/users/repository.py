@@ -8,11 +8,11 @@ from typing import Any
 from sqlalchemy import delete, select
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
-from service.db.models import ContextItem, EndUser, Event, IdempotencyRecord
+from service.db.models import ContextItem, EndUser, Event, IdempotencyRecord, Observation, ProfileEntry
 
 # Tables holding a user's rows, in the order they must be erased (children before end_user).
 # Later stores (profiles, observations, vectors' outbox) join this list.
-USER_TABLES: list[Any] = [ContextItem, Event, IdempotencyRecord, EndUser]
+USER_TABLES: list[Any] = [Observation, ProfileEntry, ContextItem, Event, IdempotencyRecord, EndUser]
 
 
 async def erase_user(

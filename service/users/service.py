@@ -12,10 +12,11 @@ from pydantic import BaseModel
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from schemas.items import ItemRead
+from schemas.profiles import ObservationRead, ProfileEntryRead
 from schemas.users import EraseResult, EventRead
 from service.auth.service import Permission, Principal
 from service.db.engine import Database
-from service.db.models import ContextItem, Event
+from service.db.models import ContextItem, Event, Observation, ProfileEntry
 from service.events import record_event
 from service.items.service import require_user
 from service.users import repository
@@ -23,6 +24,8 @@ from service.users import repository
 # Export sections: (name, table model, row → response model). Later stores add theirs here.
 EXPORT_SECTIONS: list[tuple[str, Any, Callable[[Any], BaseModel]]] = [
     ("items", ContextItem, ItemRead.model_validate),
+    ("profile_entries", ProfileEntry, ProfileEntryRead.model_validate),
+    ("observations", Observation, ObservationRead.model_validate),
     ("events", Event, EventRead.model_validate),
 ]
 

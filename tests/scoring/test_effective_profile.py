@@ -10,7 +10,7 @@ T0 = datetime(2026, 11, 1, tzinfo=UTC)
 
 
 def pe(
-    id: str,  # noqa: A002
+    id: str,
     value: str,
     *,
     domain: str | None = None,

@@ -1,0 +1,124 @@
+"""HTTP routes of observations and profiles."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Response
+
+from schemas.common import Domain, Identifier
+from schemas.profiles import (
+    ConfirmBody,
+    EntryEvidence,
+    ObservationBatchCreate,
+    ObservationCreate,
+    ProfileEntryBatch,
+    ProfileEntryRead,
+    ProfileRead,
+    Tier,
+)
+from service.deps import ClockDep, IdempotencyDep, PrincipalDep, SessionDep, SettingsDep, UserIdPath
+from service.items.endpoints import ERRORS
+from service.profiles import service
+from service.profiles.service import ProfileContext
+
+router = APIRouter(prefix="/v1/users/{user_id}", tags=["profiles"], responses=ERRORS)
+
+
+@router.post("/observations", status_code=201, response_model=ProfileEntryRead, summary="Add evidence about the user")
+async def add_observation(
+    user_id: UserIdPath,
+    body: ObservationCreate,
+    session: SessionDep,
+    principal: PrincipalDep,
+    settings: SettingsDep,
+    clock: ClockDep,
+    idem: IdempotencyDep,
+) -> Response:
+    ctx = ProfileContext(session, principal, settings, clock.now())
+    (entry,) = await service.add_observations(ctx, user_id, [body], batch=False)
+    return await idem.respond(entry, 201)
+
+
+@router.post(
+    "/observations/batch",
+    status_code=201,
+    response_model=ProfileEntryBatch,
+    summary="Add up to 1,000 observations at once (all or nothing)",
+)
+async def add_observations(
+    user_id: UserIdPath,
+    body: ObservationBatchCreate,
+    session: SessionDep,
+    principal: PrincipalDep,
+    settings: SettingsDep,
+    clock: ClockDep,
+    idem: IdempotencyDep,
+) -> Response:
+    ctx = ProfileContext(session, principal, settings, clock.now())
+    entries = await service.add_observations(ctx, user_id, body.observations, batch=True)
+    return await idem.respond(ProfileEntryBatch(items=entries), 201)
+
+
+@router.get("/profile", response_model=ProfileRead, summary="Entries by tier and domain, and the effective view")
+async def get_profile(
+    user_id: UserIdPath,
+    session: SessionDep,
+    principal: PrincipalDep,
+    domain: Annotated[list[Domain] | None, Query(description="Repeatable; global entries always apply")] = None,
+    session_id: Annotated[Identifier | None, Query(description="The session whose statements apply")] = None,
+    tier: Annotated[list[Tier] | None, Query(description="Filter the per-tier listing")] = None,
+) -> ProfileRead:
+    return await service.get_profile(session, principal, user_id, domains=domain, session_id=session_id, tiers=tier)
+
+
+@router.get(
+    "/profile/{entry_id}",
+    response_model=EntryEvidence,
+    summary="An entry with its 4C breakdown, every observation and the events that changed it",
+)
+async def get_entry(
+    user_id: UserIdPath, entry_id: uuid.UUID, session: SessionDep, principal: PrincipalDep
+) -> EntryEvidence:
+    return await service.get_evidence(session, principal, user_id, entry_id)
+
+
+@router.post(
+    "/profile/{entry_id}/confirm",
+    response_model=ProfileEntryRead,
+    summary="Record the user's explicit confirmation (→ long_term at once)",
+)
+async def confirm_entry(
+    user_id: UserIdPath,
+    entry_id: uuid.UUID,
+    session: SessionDep,
+    principal: PrincipalDep,
+    settings: SettingsDep,
+    clock: ClockDep,
+    idem: IdempotencyDep,
+    body: ConfirmBody | None = None,
+) -> Response:
+    ctx = ProfileContext(session, principal, settings, clock.now())
+    entry = await service.confirm_or_reject(ctx, user_id, entry_id, body or ConfirmBody(), confirm=True)
+    return await idem.respond(entry, 200)
+
+
+@router.post(
+    "/profile/{entry_id}/reject",
+    response_model=ProfileEntryRead,
+    summary="Record the user's explicit denial (→ rejected until new explicit evidence)",
+)
+async def reject_entry(
+    user_id: UserIdPath,
+    entry_id: uuid.UUID,
+    session: SessionDep,
+    principal: PrincipalDep,
+    settings: SettingsDep,
+    clock: ClockDep,
+    idem: IdempotencyDep,
+    body: ConfirmBody | None = None,
+) -> Response:
+    ctx = ProfileContext(session, principal, settings, clock.now())
+    entry = await service.confirm_or_reject(ctx, user_id, entry_id, body or ConfirmBody(), confirm=False)
+    return await idem.respond(entry, 200)

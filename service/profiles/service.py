@@ -1,0 +1,379 @@
+"""Profile rules: observations find or create their entry, append evidence, rescore it with the 4C model
+and apply the immediate tier/status changes — all in the request's transaction, each change an event."""
+
+from __future__ import annotations
+
+import uuid
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from schemas.profiles import (
+    ConfirmBody,
+    EffectiveEntryRead,
+    EffectiveProfileRead,
+    EntryEvidence,
+    ObservationCreate,
+    ObservationRead,
+    OverriddenRead,
+    ProfileEntryRead,
+    ProfileRead,
+)
+from schemas.users import EventRead
+from scoring.fourc import Evidence, FourCWeights, score_4c
+from scoring.profile import EntryState, ProfileEntry, effective_profile, transition
+from service.auth.service import Permission, Principal
+from service.errors import BatchItemInvalid, NotFound, ValidationFailed
+from service.events import record_events
+from service.ids import uuid7
+from service.items import repository as items_repository
+from service.items.service import BatchTooLarge, require_user
+from service.profiles import repository
+from service.settings import Settings
+
+MAX_CLOCK_SKEW = timedelta(minutes=5)
+
+
+class EntryNotFound(NotFound):
+    slug, title = "entry-not-found", "No such profile entry"
+
+
+@dataclass(frozen=True)
+class ProfileContext:
+    session: AsyncSession
+    principal: Principal
+    settings: Settings
+    now: datetime
+
+
+def weights(settings: Settings) -> FourCWeights:
+    return FourCWeights(**settings.fourc.model_dump())
+
+
+def identity(obs: ObservationCreate) -> tuple[str, str, str, str, str]:
+    return (obs.domain or "", obs.dimension, obs.key, obs.value, obs.polarity)
+
+
+def to_evidence(o: Mapping[str, Any]) -> Evidence:
+    return Evidence(
+        id=str(o["id"]),
+        session_id=o["session_id"],
+        context=o["context"],
+        explicit=o["explicit"],
+        supports=o["stance"] == "supports",
+        confirmation=o["confirmation"],
+        observed_at=o["observed_at"],
+        weight=o["weight"],
+    )
+
+
+def _event(
+    ctx: ProfileContext, user_id: str, action: str, entity_type: str, entity_id: Any, **extra: Any
+) -> dict[str, Any]:
+    return {
+        "tenant_id": ctx.principal.tenant_id,
+        "user_id": user_id,
+        "actor": ctx.principal.actor,
+        "actor_role": ctx.principal.role,
+        "action": action,
+        "entity_type": entity_type,
+        "entity_id": str(entity_id),
+        "created_at": ctx.now,
+        **extra,
+    }
+
+
+async def add_observations(
+    ctx: ProfileContext,
+    user_id: str,
+    observations: Sequence[ObservationCreate],
+    *,
+    batch: bool,
+    permission: Permission = Permission.PROFILE_WRITE,
+) -> list[ProfileEntryRead]:
+    principal, settings, now = ctx.principal, ctx.settings, ctx.now
+    principal.require(permission)
+    if len(observations) > settings.max_batch_items:
+        raise BatchTooLarge(f"a batch holds at most {settings.max_batch_items} observations, got {len(observations)}")
+    for i, obs in enumerate(observations):
+        if obs.observed_at is not None and obs.observed_at > now + MAX_CLOCK_SKEW:
+            if batch:
+                raise BatchItemInvalid(f"observations[{i}]: observed_at is in the future", index=i)
+            raise ValidationFailed("observed_at is in the future")
+    tenant_id = principal.tenant_id
+    await items_repository.ensure_user(ctx.session, tenant_id, user_id, now)
+
+    # Find or create each belief, then lock them all (in id order).
+    fresh: dict[tuple[str, ...], dict[str, Any]] = {}
+    for obs in observations:
+        ident = identity(obs)
+        if ident not in fresh:
+            at = obs.observed_at or now
+            fresh[ident] = {
+                "id": uuid7(),
+                "tenant_id": tenant_id,
+                "user_id": user_id,
+                "domain": obs.domain,
+                "domain_key": ident[0],
+                "dimension": obs.dimension,
+                "key": obs.key,
+                "value": obs.value,
+                "polarity": obs.polarity,
+                "tier": "current",
+                "status": "active",
+                "score": 0.0,
+                "breakdown": {},
+                "explicit": False,
+                "evidence_count": 0,
+                "current_session_id": obs.session_id,
+                "confirmed_at": None,
+                "first_evidence_at": at,
+                "last_evidence_at": at,
+                "last_supported_at": None,
+                "expires_at": None,
+                "created_at": now,
+                "updated_at": now,
+            }
+    created = await repository.create_missing_entries(ctx.session, sorted(fresh.values(), key=lambda r: r["id"]))
+    locked = await repository.lock_entries(ctx.session, tenant_id, user_id, list(fresh))
+    entries = {tuple(r[c] for c in repository.IDENTITY): dict(r) for r in locked}
+    by_id = {e["id"]: e for e in entries.values()}
+
+    obs_rows = []
+    for obs in observations:
+        entry = entries[identity(obs)]
+        obs_rows.append(
+            {
+                "id": uuid7(),
+                "tenant_id": tenant_id,
+                "user_id": user_id,
+                "entry_id": entry["id"],
+                "session_id": obs.session_id,
+                "context": obs.context,
+                "explicit": obs.explicit or obs.confirmation,
+                "stance": obs.stance,
+                "confirmation": obs.confirmation,
+                "observed_at": obs.observed_at or now,
+                "source": obs.source,
+                "note": obs.note,
+                "weight": obs.weight,
+                "created_at": now,
+            }
+        )
+    await repository.insert_observations(ctx.session, obs_rows)
+
+    new_ids = {r["id"] for r in obs_rows}
+    prior: dict[uuid.UUID, list[Evidence]] = defaultdict(list)
+    all_ids: dict[uuid.UUID, list[uuid.UUID]] = defaultdict(list)
+    for o in await repository.observations_for(ctx.session, tenant_id, [e["id"] for e in entries.values()]):
+        all_ids[o["entry_id"]].append(o["id"])
+        if o["id"] not in new_ids:
+            prior[o["entry_id"]].append(to_evidence(o))
+
+    w = weights(settings)
+    events: list[dict[str, Any]] = [
+        _event(ctx, user_id, "profile.created", "profile_entry", e["id"], after=_state(e))
+        for e in entries.values()
+        if e["id"] in created
+    ]
+    for row in obs_rows:
+        entry = by_id[row["entry_id"]]
+        ev = to_evidence(row)
+        evidence = prior[entry["id"]]
+        evidence.append(ev)
+        scored = score_4c(evidence, now=now, weights=w)
+        before = _state(entry)
+        step = transition(
+            EntryState(entry["tier"], entry["status"]),
+            ev,
+            scored,
+            candidate_min_sessions=settings.candidate_min_sessions,
+        )
+        entry["tier"], entry["status"] = step.tier, step.status
+        entry["score"], entry["breakdown"] = scored.score, scored.breakdown()
+        entry["evidence_count"] = len(evidence)
+        entry["first_evidence_at"] = min(entry["first_evidence_at"], ev.observed_at)
+        entry["last_evidence_at"] = max(entry["last_evidence_at"], ev.observed_at)
+        if ev.supports:
+            last = entry["last_supported_at"]
+            entry["last_supported_at"] = ev.observed_at if last is None else max(last, ev.observed_at)
+            if ev.explicit:
+                entry["explicit"] = True
+                entry["current_session_id"] = ev.session_id
+            if ev.confirmation:
+                entry["confirmed_at"] = now
+        elif ev.explicit:
+            entry["confirmed_at"] = None  # a denial withdraws an earlier confirmation
+        entry["updated_at"] = now
+        events.append(
+            _event(
+                ctx,
+                user_id,
+                "observation.added",
+                "observation",
+                row["id"],
+                reason=row["note"],
+                after={
+                    "entry_id": str(entry["id"]),
+                    "stance": row["stance"],
+                    "explicit": row["explicit"],
+                    "confirmation": row["confirmation"],
+                    "session_id": row["session_id"],
+                    "context": row["context"],
+                    "score": scored.score,
+                },
+            )
+        )
+        if step.rule is not None and _state(entry) != before:
+            events.append(
+                _event(
+                    ctx,
+                    user_id,
+                    "profile.changed",
+                    "profile_entry",
+                    entry["id"],
+                    rule=step.rule,
+                    reason=step.reason,
+                    before=before,
+                    after=_state(entry),
+                )
+            )
+    await repository.update_entries(ctx.session, [_updatable(e) for e in entries.values()])
+    await record_events(ctx.session, events)
+    out = []
+    for row in obs_rows:
+        entry = by_id[row["entry_id"]]
+        out.append(_read(entry, all_ids[entry["id"]]))
+    return out
+
+
+def _state(e: Mapping[str, Any]) -> dict[str, Any]:
+    return {"tier": e["tier"], "status": e["status"]}
+
+
+_UPDATABLE = (
+    "tier",
+    "status",
+    "score",
+    "breakdown",
+    "explicit",
+    "evidence_count",
+    "current_session_id",
+    "confirmed_at",
+    "first_evidence_at",
+    "last_evidence_at",
+    "last_supported_at",
+    "updated_at",
+)
+
+
+def _updatable(e: Mapping[str, Any]) -> dict[str, Any]:
+    return {"id": e["id"], **{c: e[c] for c in _UPDATABLE}}
+
+
+def _read(e: Mapping[str, Any], evidence_ids: Sequence[uuid.UUID] = ()) -> ProfileEntryRead:
+    return ProfileEntryRead.model_validate({**e, "evidence_ids": list(evidence_ids)})
+
+
+def _pure(e: Mapping[str, Any]) -> ProfileEntry:
+    return ProfileEntry(
+        id=str(e["id"]),
+        domain=e["domain"],
+        dimension=e["dimension"],
+        key=e["key"],
+        value=e["value"],
+        polarity=e["polarity"],
+        tier=e["tier"],
+        status=e["status"],
+        score=e["score"],
+        explicit=e["explicit"],
+        confirmed=e["confirmed_at"] is not None,
+        current_session_id=e["current_session_id"],
+        last_evidence_at=e["last_evidence_at"],
+    )
+
+
+def effective_for(
+    rows: Sequence[Mapping[str, Any]], *, session_id: str | None, domains: Sequence[str] | None
+) -> EffectiveProfileRead:
+    by_id = {str(r["id"]): r for r in rows}
+    eff = effective_profile([_pure(r) for r in rows], session_id=session_id, domains=domains)
+
+    def entry(e: Any) -> EffectiveEntryRead:
+        return EffectiveEntryRead(
+            entry=_read(by_id[e.entry.id]), why=e.why, overrides=[uuid.UUID(o) for o in e.overrides]
+        )
+
+    return EffectiveProfileRead(
+        session_id=session_id,
+        domains=list(domains) if domains else None,
+        entries=[entry(e) for e in eff.entries],
+        constraints=[entry(e) for e in eff.constraints],
+        hints=[_read(by_id[h.id]) for h in eff.hints],
+        overridden=[OverriddenRead(id=uuid.UUID(a), by=uuid.UUID(b)) for a, b in eff.overridden],
+    )
+
+
+async def get_profile(
+    session: AsyncSession,
+    principal: Principal,
+    user_id: str,
+    *,
+    domains: Sequence[str] | None,
+    session_id: str | None,
+    tiers: Sequence[str] | None,
+) -> ProfileRead:
+    principal.require(Permission.ITEMS_READ)
+    await require_user(session, principal, user_id)
+    rows = await repository.user_entries(session, principal.tenant_id, user_id, tiers=None, domains=domains)
+    grouped: dict[str, dict[str, list[ProfileEntryRead]]] = {}
+    for r in rows:
+        if tiers and r["tier"] not in tiers:
+            continue
+        grouped.setdefault(r["tier"], {}).setdefault(r["domain"] or "global", []).append(_read(r))
+    return ProfileRead(tiers=grouped, effective=effective_for(rows, session_id=session_id, domains=domains))
+
+
+async def get_evidence(session: AsyncSession, principal: Principal, user_id: str, entry_id: uuid.UUID) -> EntryEvidence:
+    principal.require(Permission.EVIDENCE_READ)
+    row = await repository.entry(session, principal.tenant_id, user_id, entry_id)
+    if row is None:
+        raise EntryNotFound(f"no profile entry {entry_id} for user {user_id!r}")
+    observations = await repository.observations_for(session, principal.tenant_id, [entry_id])
+    events = await repository.entry_events(session, principal.tenant_id, [str(entry_id)])
+    return EntryEvidence(
+        entry=_read(row, [o["id"] for o in observations]),
+        breakdown=row["breakdown"],
+        observations=[ObservationRead.model_validate(o) for o in reversed(observations)],
+        events=[EventRead.model_validate(e) for e in events],
+    )
+
+
+async def confirm_or_reject(
+    ctx: ProfileContext, user_id: str, entry_id: uuid.UUID, body: ConfirmBody, *, confirm: bool
+) -> ProfileEntryRead:
+    """Record the user's yes/no as an explicit confirmation observation on the entry."""
+    ctx.principal.require(Permission.PROFILE_CONFIRM)
+    row = await repository.entry(ctx.session, ctx.principal.tenant_id, user_id, entry_id)
+    if row is None:
+        raise EntryNotFound(f"no profile entry {entry_id} for user {user_id!r}")
+    obs = ObservationCreate(
+        domain=row["domain"],
+        dimension=row["dimension"],
+        key=row["key"],
+        value=row["value"],
+        polarity=row["polarity"],
+        session_id=body.session_id,
+        context=body.context,
+        explicit=True,
+        stance="supports" if confirm else "contradicts",
+        confirmation=True,
+        source="user",
+        note=body.note or f"{'confirmed' if confirm else 'rejected'} by {ctx.principal.role} on the user's behalf",
+    )
+    (entry,) = await add_observations(ctx, user_id, [obs], batch=False, permission=Permission.PROFILE_CONFIRM)
+    return entry

@@ -1,0 +1,32 @@
+"""HTTP route of the user timeline."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Query
+
+from schemas.users import EventPage
+from service.deps import PrincipalDep, SessionDep, SettingsDep, UserIdPath
+from service.items.endpoints import ERRORS
+from service.timeline import service
+
+router = APIRouter(prefix="/v1/users/{user_id}", tags=["events"], responses=ERRORS)
+
+Kind = Literal["item", "profile", "observation"]
+
+
+@router.get("/events", response_model=EventPage, summary="The user's timeline of item and profile events")
+async def list_events(
+    user_id: UserIdPath,
+    session: SessionDep,
+    principal: PrincipalDep,
+    settings: SettingsDep,
+    kind: Annotated[list[Kind] | None, Query(description="Repeatable: item, profile, observation")] = None,
+    order: Literal["asc", "desc"] = "desc",
+    limit: Annotated[int | None, Query(ge=1)] = None,
+    cursor: Annotated[str | None, Query(max_length=512)] = None,
+) -> EventPage:
+    return await service.timeline(
+        session, principal, settings, user_id, kinds=kind or [], order=order, limit=limit, cursor=cursor
+    )

@@ -1,0 +1,46 @@
+"""A user's timeline: every event about their items and profile, newest first by default."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from schemas.users import EventPage, EventRead
+from service.auth.service import Permission, Principal
+from service.errors import ValidationFailed
+from service.items.service import require_user
+from service.pagination import decode_cursor, encode_cursor
+from service.settings import Settings
+from service.timeline import repository
+
+
+async def timeline(
+    session: AsyncSession,
+    principal: Principal,
+    settings: Settings,
+    user_id: str,
+    *,
+    kinds: Sequence[str],
+    order: str,
+    limit: int | None,
+    cursor: str | None,
+) -> EventPage:
+    principal.require(Permission.EVIDENCE_READ)
+    await require_user(session, principal, user_id)
+    size = limit or settings.default_page_size
+    if size > settings.max_page_size:
+        raise ValidationFailed(f"limit must be at most {settings.max_page_size}")
+    after = decode_cursor(cursor, order) if cursor else None
+    rows = await repository.user_events(
+        session,
+        tenant_id=principal.tenant_id,
+        user_id=user_id,
+        kinds=kinds,
+        after_id=after,
+        descending=order == "desc",
+        limit=size + 1,
+    )
+    page = rows[:size]
+    next_cursor = encode_cursor(page[-1].id, order) if len(rows) > size and page else None
+    return EventPage(items=[EventRead.model_validate(r) for r in page], next_cursor=next_cursor)
