@@ -5,15 +5,16 @@
 
 Paths, each writing the same generated items into a tenant of its own:
 
-* ``service/http``   a real ``ctxmem serve`` (uvicorn) in a subprocess, batches POSTed over loopback with
-                     ``--concurrency`` requests in flight, each with an ``Idempotency-Key``: validation,
-                     token counting, item + event inserts and the idempotency record are all measured.
-* ``service/asgi``   (``--in-process``) the same app called through ``httpx.ASGITransport`` in this process,
-                     to show what the HTTP server and the socket cost.
-* ``raw executemany`` the same rows (same columns and values, token_cost precomputed) inserted with asyncpg
-                     ``executemany``, one connection, one transaction per batch. The ratio baseline.
-* ``raw executemany + events``  as above plus one event row per item, like the service writes.
-* ``raw COPY``       asyncpg ``copy_records_to_table``: the fastest way PostgreSQL takes rows.
+* ``service/http``    a real ``ctxmem serve`` (uvicorn) in a subprocess, batches POSTed over loopback with
+                      ``--concurrency`` requests in flight, each with an ``Idempotency-Key``: validation,
+                      token counting, conflict resolution, item and event inserts, the idempotency record.
+* ``service/asgi``    (``--in-process``) the same app called through ``httpx.ASGITransport`` in this process:
+                      what is left without the HTTP server and the socket.
+* ``raw executemany`` the very rows the service stored (read back, re-keyed to another tenant) inserted with
+                      asyncpg ``executemany``: one connection, one transaction per request's rows. The ratio
+                      baseline.
+* ``raw executemany + events``  as above plus the item events the service wrote for those rows.
+* ``raw COPY``        asyncpg ``copy_records_to_table`` of the same item rows: the fastest way in.
 
 The target (DESIGN §6) is ≥ 5,000 items/s over HTTP with token counting, events and idempotency.
 Results are printed and written to ``bench/results/ingest.json``.
@@ -41,7 +42,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -51,7 +53,6 @@ import asyncpg
 import httpx
 import psutil
 
-from scoring.items import authority_for_source, default_confidence, default_expires_at
 from service.auth.service import create_key
 from service.clock import Clock
 from service.db import migrate
@@ -59,61 +60,12 @@ from service.db.embedded import ensure_database, start_embedded
 from service.db.engine import Database, create_database, plain_url, session_scope
 from service.ids import uuid7
 from service.settings import Settings
-from service.tokenizer import Tokenizer, build_tokenizer
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = Path(__file__).resolve().parent / "results" / "ingest.json"
 TARGET_ITEMS_PER_S = 5_000
 RSS_TARGET_MB = 250
 BENCH_DATABASE = "ctxmem_bench"
-
-ITEM_COLUMNS = (
-    "id",
-    "tenant_id",
-    "user_id",
-    "type",
-    "content",
-    "key",
-    "value",
-    "domain",
-    "source",
-    "authority",
-    "scope",
-    "session_id",
-    "task_id",
-    "stage_id",
-    "step_id",
-    "hard",
-    "kind",
-    "status",
-    "status_reason",
-    "confidence",
-    "observed_at",
-    "created_at",
-    "updated_at",
-    "expires_at",
-    "valid_to",
-    "deleted_at",
-    "superseded_by",
-    "token_cost",
-    "token_model",
-    "variants",
-    "related_ids",
-)
-EVENT_COLUMNS = (
-    "id",
-    "tenant_id",
-    "user_id",
-    "actor",
-    "actor_role",
-    "action",
-    "entity_type",
-    "entity_id",
-    "reason",
-    "before",
-    "after",
-    "created_at",
-)
 
 
 def _insert_sql(table: str, columns: Sequence[str]) -> str:
@@ -286,7 +238,7 @@ def _tool_output(rng: random.Random, lo: int, hi: int) -> tuple[str, Any]:
 
 def _key_value(rng: random.Random, item_type: str) -> tuple[str | None, Any]:
     keys = KEYS.get(item_type)
-    if not keys or rng.random() > 0.45:
+    if not keys or rng.random() > 0.3:
         return None, None
     key = rng.choice(keys)
     value: Any
@@ -370,95 +322,15 @@ def generate(n_items: int, n_users: int, batch_size: int, seed: int, anchor: dat
             batches.append(Batch(user_id, i // batch_size, items[i : i + batch_size]))
     for b in batches:
         b.body = json.dumps({"items": b.items}, ensure_ascii=False, separators=(",", ":")).encode()
+    # Round robin over users (every user's first batch, then every user's second…): requests in flight
+    # belong to different users, as when many agents write at once, and each user's batches stay in order.
+    batches.sort(key=lambda b: (b.index, b.user_id))
     return batches
 
 
 # --------------------------------------------------------------------------------------------------
-# The rows the service would write, for the raw baselines
+# The rows the service stored, replayed for the raw baselines
 # --------------------------------------------------------------------------------------------------
-
-
-def _dt(value: str | None) -> datetime | None:
-    return datetime.fromisoformat(value) if value is not None else None
-
-
-def _json(value: Any) -> str | None:
-    return None if value is None else json.dumps(value, ensure_ascii=False)
-
-
-def item_row(
-    item: dict[str, Any],
-    tenant_id: str,
-    user_id: str,
-    cost: int,
-    settings: Settings,
-    token_model: str,
-    now: datetime,
-) -> tuple[Any, ...]:
-    """The context_item row ``service.items.service.create_items`` builds for this item (same defaults)."""
-    source = item.get("source", "model")
-    scope = item.get("scope", "user")
-    observed_at = _dt(item.get("observed_at")) or now
-    expires_at = _dt(item.get("expires_at")) or default_expires_at(
-        item_type=item["type"],
-        scope=scope,
-        observed_at=observed_at,
-        type_ttl_seconds=settings.type_ttl_seconds,
-        scope_ttl_seconds=settings.scope_ttl_seconds,
-    )
-    confidence = item.get("confidence")
-    return (
-        uuid7(),
-        tenant_id,
-        user_id,
-        item["type"],
-        item["content"],
-        item.get("key"),
-        _json(item.get("value")),
-        item.get("domain"),
-        source,
-        item.get("authority") or authority_for_source(source),
-        scope,
-        item.get("session_id"),
-        item.get("task_id"),
-        item.get("stage_id"),
-        item.get("step_id"),
-        item.get("hard", False),
-        item.get("kind", "fact"),
-        item.get("status", "available"),
-        None,
-        confidence if confidence is not None else default_confidence(source),
-        observed_at,
-        now,
-        now,
-        expires_at,
-        None,
-        None,
-        None,
-        cost,
-        token_model,
-        _json(item.get("variants")),
-        [],
-    )
-
-
-def event_row(row: tuple[Any, ...], actor: str, now: datetime) -> tuple[Any, ...]:
-    c = dict(zip(ITEM_COLUMNS, row, strict=True))
-    after = {k: c[k] for k in ("type", "key", "scope", "status", "authority", "token_cost")}
-    return (
-        uuid7(),
-        c["tenant_id"],
-        c["user_id"],
-        actor,
-        "agent",
-        "item.created",
-        "context_item",
-        str(c["id"]),
-        "batch write",
-        None,
-        json.dumps(after),
-        now,
-    )
 
 
 @dataclass
@@ -467,22 +339,134 @@ class RawBatch:
     events: list[tuple[Any, ...]] = field(default_factory=list)
 
 
-def raw_batches(
-    batches: Sequence[Batch],
-    costs: Iterator[int],
-    tenant_id: str,
-    settings: Settings,
-    token_model: str,
-    *,
-    with_events: bool,
-) -> list[RawBatch]:
-    now = datetime.now(UTC)
-    out: list[RawBatch] = []
+@dataclass
+class RawPlan:
+    """What the service stored, grouped as it was written: one group per request (a request's rows share
+    ``user_id`` and ``created_at``), in the order the requests ran."""
+
+    item_columns: tuple[str, ...]
+    event_columns: tuple[str, ...]
+    groups: list[tuple[list[asyncpg.Record], list[asyncpg.Record]]]
+    users: list[str]
+    orphan_events: int
+
+    @property
+    def events(self) -> int:
+        return sum(len(e) for _, e in self.groups)
+
+    def rekey(self, tenant_id: str) -> list[RawBatch]:
+        """The same rows for another tenant: new ids, and every reference to an item id follows it."""
+        ids: dict[uuid.UUID, uuid.UUID] = {r["id"]: uuid7() for items, _ in self.groups for r in items}
+        texts = {str(old): str(new) for old, new in ids.items()}
+        item_tenant = self.item_columns.index("tenant_id")
+        event_tenant = self.event_columns.index("tenant_id") if self.event_columns else -1
+
+        def follow(value: Any) -> Any:
+            if isinstance(value, uuid.UUID):
+                return ids.get(value, value)
+            if isinstance(value, list) and value and isinstance(value[0], uuid.UUID):
+                return [ids.get(v, v) for v in value]
+            return value
+
+        out: list[RawBatch] = []
+        for items, events in self.groups:
+            item_rows = []
+            for rec in items:
+                row = [follow(v) for v in rec.values()]
+                row[item_tenant] = tenant_id
+                item_rows.append(tuple(row))
+            event_rows = []
+            for rec in events:
+                row = [texts.get(v, v) if isinstance(v, str) else v for v in rec.values()]
+                row[0] = uuid7()
+                row[event_tenant] = tenant_id
+                event_rows.append(tuple(row))
+            out.append(RawBatch(item_rows, event_rows))
+        return out
+
+
+async def load_plan(conn: asyncpg.Connection, tenant_id: str, requests: int) -> RawPlan:
+    items = await conn.fetch("SELECT * FROM context_item WHERE tenant_id = $1 ORDER BY created_at, id", tenant_id)
+    events = await conn.fetch("SELECT * FROM event WHERE tenant_id = $1 AND user_id IS NOT NULL ORDER BY id", tenant_id)
+    if not items:
+        raise BenchFailure(f"the service stored no items for tenant {tenant_id}")
+    groups: dict[tuple[str, datetime], tuple[list[asyncpg.Record], list[asyncpg.Record]]] = {}
+    for rec in items:
+        groups.setdefault((rec["user_id"], rec["created_at"]), ([], []))[0].append(rec)
+    if len(groups) != requests:
+        raise BenchFailure(
+            f"the stored rows fall into {len(groups)} (user_id, created_at) groups for {requests} requests:"
+            " bench.ingest.load_plan assumes one created_at per request and needs updating"
+        )
+    orphans = 0
+    for rec in events:
+        group = groups.get((rec["user_id"], rec["created_at"]))
+        if group is None:
+            orphans += 1
+        else:
+            group[1].append(rec)
+    event_columns = tuple(events[0].keys()) if events else ()
+    if events and event_columns[0] != "id":
+        raise BenchFailure("unexpected event table layout: the first column is not id")
+    return RawPlan(
+        item_columns=tuple(items[0].keys()),
+        event_columns=event_columns,
+        groups=list(groups.values()),
+        users=sorted({r["user_id"] for r in items}),
+        orphan_events=orphans,
+    )
+
+
+async def raw_insert(
+    conn: asyncpg.Connection, plan: RawPlan, batches: Sequence[RawBatch], *, copy: bool, with_events: bool
+) -> tuple[float, list[float]]:
+    item_sql = _insert_sql("context_item", plan.item_columns)
+    event_sql = _insert_sql("event", plan.event_columns)
+    latencies: list[float] = []
+    started = time.perf_counter()
     for b in batches:
-        rows = [item_row(it, tenant_id, b.user_id, next(costs), settings, token_model, now) for it in b.items]
-        events = [event_row(r, "key:raw-bench", now) for r in rows] if with_events else []
-        out.append(RawBatch(rows, events))
-    return out
+        t0 = time.perf_counter()
+        async with conn.transaction():
+            if copy:
+                await conn.copy_records_to_table("context_item", records=b.items, columns=plan.item_columns)
+                if with_events and b.events:
+                    await conn.copy_records_to_table("event", records=b.events, columns=plan.event_columns)
+            else:
+                await conn.executemany(item_sql, b.items)
+                if with_events and b.events:
+                    await conn.executemany(event_sql, b.events)
+        latencies.append((time.perf_counter() - t0) * 1000)
+    return time.perf_counter() - started, latencies
+
+
+async def prepare_raw_tenant(conn: asyncpg.Connection, tenant_id: str, users: Sequence[str]) -> None:
+    now = datetime.now(UTC)
+    async with conn.transaction():
+        await conn.execute("INSERT INTO tenant (id, created_at) VALUES ($1, $2)", tenant_id, now)
+        await conn.executemany(
+            "INSERT INTO end_user (tenant_id, user_id, created_at, updated_at) VALUES ($1, $2, $3, $3)",
+            [(tenant_id, u, now) for u in users],
+        )
+
+
+async def warm_raw(conn: asyncpg.Connection, plan: RawPlan, tenant_id: str) -> None:
+    """Prepare the statements and touch the tables once, rolled back, outside the timed loop."""
+    batch = plan.rekey(tenant_id)[0]
+    tr = conn.transaction()
+    await tr.start()
+    try:
+        await prepare_raw_tenant(conn, tenant_id, plan.users)
+        await conn.executemany(_insert_sql("context_item", plan.item_columns), batch.items[:50])
+        if batch.events:
+            await conn.executemany(_insert_sql("event", plan.event_columns), batch.events[:50])
+    finally:
+        await tr.rollback()
+
+
+async def checkpoint(conn: asyncpg.Connection) -> None:
+    """Flush dirty pages between paths so that no path pays for the previous one's checkpoint."""
+    with contextlib.suppress(asyncpg.PostgresError):
+        await conn.execute("CHECKPOINT")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -498,18 +482,20 @@ class PathResult:
     seconds: float
     requests: int
     latencies_ms: list[float] = field(default_factory=list)
-    note: str = ""
+    app_cpu_s: float | None = None
+    pg_cpu_s: float | None = None
+    client_cpu_s: float | None = None
 
     @property
     def items_per_s(self) -> float:
         return self.items / self.seconds if self.seconds > 0 else math.inf
 
-    def percentile(self, q: float) -> float | None:
+    def percentile(self, q: int) -> float | None:
         if not self.latencies_ms:
             return None
         if len(self.latencies_ms) == 1:
             return self.latencies_ms[0]
-        return statistics.quantiles(self.latencies_ms, n=100, method="inclusive")[int(q) - 1]
+        return statistics.quantiles(self.latencies_ms, n=100, method="inclusive")[q - 1]
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -522,7 +508,9 @@ class PathResult:
             "latency_ms_p50": _round(self.percentile(50)),
             "latency_ms_p95": _round(self.percentile(95)),
             "latency_ms_max": _round(max(self.latencies_ms) if self.latencies_ms else None),
-            "note": self.note,
+            "app_cpu_s": _round(self.app_cpu_s),
+            "pg_cpu_s": _round(self.pg_cpu_s),
+            "client_cpu_s": _round(self.client_cpu_s),
         }
 
 
@@ -532,6 +520,52 @@ def _round(value: float | None) -> float | None:
 
 class BenchFailure(RuntimeError):
     pass
+
+
+class CpuMeter:
+    """CPU seconds (user + system) used by some processes between ``start`` and ``stop``; processes that
+    appear in between (new PostgreSQL backends) count from zero."""
+
+    def __init__(self, find: Any) -> None:
+        self.find = find
+        self.before: dict[int, float] = {}
+        self.seconds: float | None = None
+
+    def _snapshot(self) -> dict[int, float]:
+        out: dict[int, float] = {}
+        for p in self.find():
+            with contextlib.suppress(psutil.Error):
+                t = p.cpu_times()
+                out[p.pid] = t.user + t.system
+        return out
+
+    def start(self) -> CpuMeter:
+        self.before = self._snapshot()
+        return self
+
+    def stop(self) -> float | None:
+        after = self._snapshot()
+        self.seconds = sum(v - self.before.get(pid, 0.0) for pid, v in after.items()) if after else None
+        return self.seconds
+
+
+def postgres_processes(postmaster: psutil.Process | None) -> list[psutil.Process]:
+    if postmaster is None:
+        return []
+    with contextlib.suppress(psutil.Error):
+        return [postmaster, *postmaster.children(recursive=True)]
+    return []
+
+
+async def find_postmaster(conn: asyncpg.Connection) -> psutil.Process | None:
+    """The local postmaster behind ``conn`` (the parent of our backend), if the server runs on this host."""
+    pid = await conn.fetchval("SELECT pg_backend_pid()")
+    with contextlib.suppress(psutil.Error):
+        backend = psutil.Process(pid)
+        parent = backend.parent()
+        if parent is not None and all("postgres" in (p.name() + " ".join(p.cmdline())) for p in (backend, parent)):
+            return parent
+    return None
 
 
 async def post_batches(
@@ -577,42 +611,16 @@ async def replay_check(
     return response.status_code == 201 and response.content == first_body
 
 
-async def raw_insert(
-    conn: asyncpg.Connection, batches: Sequence[RawBatch], *, copy: bool, with_events: bool
-) -> tuple[float, list[float]]:
-    item_sql = _insert_sql("context_item", ITEM_COLUMNS)
-    event_sql = _insert_sql("event", EVENT_COLUMNS)
-    latencies: list[float] = []
-    started = time.perf_counter()
-    for b in batches:
-        t0 = time.perf_counter()
-        async with conn.transaction():
-            if copy:
-                await conn.copy_records_to_table("context_item", records=b.items, columns=ITEM_COLUMNS)
-                if with_events:
-                    await conn.copy_records_to_table("event", records=b.events, columns=EVENT_COLUMNS)
-            else:
-                await conn.executemany(item_sql, b.items)
-                if with_events:
-                    await conn.executemany(event_sql, b.events)
-        latencies.append((time.perf_counter() - t0) * 1000)
-    return time.perf_counter() - started, latencies
-
-
-async def prepare_raw_tenant(conn: asyncpg.Connection, tenant_id: str, users: Sequence[str]) -> None:
-    now = datetime.now(UTC)
-    async with conn.transaction():
-        await conn.execute("INSERT INTO tenant (id, created_at) VALUES ($1, $2)", tenant_id, now)
-        await conn.executemany(
-            "INSERT INTO end_user (tenant_id, user_id, created_at, updated_at) VALUES ($1, $2, $3, $3)",
-            [(tenant_id, u, now) for u in users],
-        )
-
-
-async def checkpoint(conn: asyncpg.Connection) -> None:
-    """Flush dirty pages between paths so that no path pays for the previous one's checkpoint."""
-    with contextlib.suppress(asyncpg.PostgresError):
-        await conn.execute("CHECKPOINT")
+async def warm_service(
+    client: httpx.AsyncClient, headers: dict[str, str], batches: Sequence[Batch], run_id: str
+) -> None:
+    """A few small untimed requests into a separate tenant: imports, pools and caches get warm."""
+    for i in range(3):
+        body = json.dumps({"items": batches[i % len(batches)].items[:100]}, ensure_ascii=False).encode()
+        h = {**headers, "Idempotency-Key": f"warmup-{run_id}-{i}"}
+        response = await client.post(f"/v1/users/warmup-{i}/items/batch", content=body, headers=h)
+        if response.status_code != 201:
+            raise BenchFailure(f"warm-up request failed: HTTP {response.status_code} {response.text[:400]}")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -729,7 +737,7 @@ def mb(value: int | None) -> float | None:
 
 @dataclass
 class Environment:
-    url: str
+    url: str = ""
     embedded: Any = None
     tmp: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="ctxmem-bench-")))
 
@@ -761,131 +769,134 @@ async def server_info(conn: asyncpg.Connection) -> dict[str, Any]:
     return dict(row) if row else {}
 
 
-async def verify(conn: asyncpg.Connection, results: Sequence[PathResult], expected: int) -> dict[str, Any]:
-    """Row counts per path tenant, and aggregates showing every path stored the same content."""
-    report: dict[str, Any] = {}
-    for r in results:
-        agg = await conn.fetchrow(
-            "SELECT count(*) AS items, coalesce(sum(token_cost), 0) AS tokens,"
-            " coalesce(sum(length(content)), 0) AS chars, count(DISTINCT user_id) AS users,"
-            " count(*) FILTER (WHERE expires_at IS NOT NULL) AS expiring"
-            " FROM context_item WHERE tenant_id = $1",
-            r.tenant_id,
-        )
-        events = await conn.fetchval(
-            "SELECT count(*) FROM event WHERE tenant_id = $1 AND action = 'item.created'", r.tenant_id
-        )
-        idem = await conn.fetchval(
-            "SELECT count(*) FROM idempotency_record WHERE tenant_id = $1", r.tenant_id
-        )
-        assert agg is not None
-        report[r.name] = {**dict(agg), "item_created_events": events, "idempotency_records": idem}
-    ok = True
+async def tenant_summary(conn: asyncpg.Connection, tenant_id: str) -> dict[str, Any]:
+    agg = await conn.fetchrow(
+        "SELECT count(*) AS items, coalesce(sum(token_cost), 0) AS tokens,"
+        " coalesce(sum(length(content)), 0) AS chars, count(DISTINCT user_id) AS users,"
+        " min(token_model) AS token_model"
+        " FROM context_item WHERE tenant_id = $1",
+        tenant_id,
+    )
+    statuses = await conn.fetch(
+        "SELECT status, count(*) AS n FROM context_item WHERE tenant_id = $1 GROUP BY status ORDER BY status",
+        tenant_id,
+    )
+    actions = await conn.fetch(
+        "SELECT action, count(*) AS n FROM event WHERE tenant_id = $1 AND user_id IS NOT NULL"
+        " GROUP BY action ORDER BY action",
+        tenant_id,
+    )
+    idem = await conn.fetchval("SELECT count(*) FROM idempotency_record WHERE tenant_id = $1", tenant_id)
+    assert agg is not None
+    return {
+        **dict(agg),
+        "statuses": {r["status"]: r["n"] for r in statuses},
+        "events": {r["action"]: r["n"] for r in actions},
+        "idempotency_records": idem,
+    }
+
+
+async def verify(
+    conn: asyncpg.Connection, results: Sequence[PathResult], expected: int, replay_ok: bool
+) -> dict[str, Any]:
+    """Every path stored all items (and the service one event per item and one record per request), and
+    stored the same content: token and character sums match the service's."""
+    report = {r.name: await tenant_summary(conn, r.tenant_id) for r in results}
     problems: list[str] = []
-    reference = report[results[0].name]
+    reference = report["service/http"]
     for r in results:
         got = report[r.name]
         if got["items"] != expected:
             problems.append(f"{r.name}: {got['items']} items stored, expected {expected}")
-        writes_events = r.name.startswith("service") or "events" in r.name
-        if writes_events and got["item_created_events"] != expected:
-            problems.append(
-                f"{r.name}: {got['item_created_events']} item.created events, expected {expected}"
-            )
-        for k in ("tokens", "chars", "users"):
-            if got[k] != reference[k]:
-                problems.append(f"{r.name}: {k} {got[k]} differs from {results[0].name} {reference[k]}")
+        created = got["events"].get("item.created", 0)
+        if (r.name.startswith("service") or "events" in r.name) and created != expected:
+            problems.append(f"{r.name}: {created} item.created events, expected {expected}")
         if r.name.startswith("service") and got["idempotency_records"] != r.requests:
             n = got["idempotency_records"]
             problems.append(f"{r.name}: {n} idempotency records for {r.requests} requests")
-    ok = not problems
-    return {"ok": ok, "problems": problems, "per_path": report}
+        for k in ("tokens", "chars", "users", "statuses"):
+            if got[k] != reference[k]:
+                problems.append(f"{r.name}: {k} {got[k]} differs from service/http's {reference[k]}")
+    if not replay_ok:
+        problems.append("replaying the first batch did not return the stored 201 response byte for byte")
+    return {"ok": not problems, "problems": problems, "idempotent_replay_ok": replay_ok, "per_path": report}
 
 
-async def run(args: argparse.Namespace) -> int:
-    env = Environment(url="")
+@dataclass
+class Run:
+    args: argparse.Namespace
+    env: Environment
+    run_id: str = field(default_factory=lambda: secrets.token_hex(3))
     proc: subprocess.Popen[bytes] | None = None
     db: Database | None = None
     conn: asyncpg.Connection | None = None
-    run_id = secrets.token_hex(3)
-    tenants = {
-        "service/http": f"bench-http-{run_id}",
-        "service/asgi": f"bench-asgi-{run_id}",
-        "raw executemany": f"bench-raw-{run_id}",
-        "raw executemany + events": f"bench-rawev-{run_id}",
-        "raw COPY": f"bench-copy-{run_id}",
-    }
-    warmup_tenant = f"bench-warmup-{run_id}"
-    try:
-        say("database: " + ("--database-url" if args.database_url else f"embedded PostgreSQL in {env.tmp}"))
-        await open_database(args, env)
-        settings = Settings(database_url=env.url, data_dir=env.tmp / "bench-data")
-        db = create_database(env.url, settings)
-        await migrate.upgrade(db.engine)
-        conn = await asyncpg.connect(env.url)
-        pg = await server_info(conn)
+    postmaster: psutil.Process | None = None
+    results: list[PathResult] = field(default_factory=list)
+    memory: dict[str, Any] = field(default_factory=dict)
+    replay_ok: bool = False
 
-        t0 = time.perf_counter()
-        anchor = datetime.now(UTC)
-        batches = generate(args.items, args.users, args.batch, args.seed, anchor)
-        users = sorted({b.user_id for b in batches})
-        sizes = [len(b.body) for b in batches]
-        if max(sizes) > settings.max_body_bytes:
-            raise BenchFailure(
-                f"a batch body is {max(sizes)} bytes, over the {settings.max_body_bytes} byte limit:"
-                " use a smaller --batch"
-            )
-        tokenizer = build_tokenizer(settings.tokenizer, cache_dir=settings.resolved_tokenizer_cache_dir)
-        costs = count_tokens(tokenizer, batches)
-        say(
-            f"generated {args.items:,} items for {len(users)} users in {len(batches)} batches"
-            f" ({time.perf_counter() - t0:.1f} s; body mean {statistics.mean(sizes) / 1024:.0f} KiB,"
-            f" max {max(sizes) / 1024:.0f} KiB; {sum(costs):,} {tokenizer.name} tokens)"
-        )
+    def tenant(self, path: str) -> str:
+        slug = {
+            "service/http": "http",
+            "service/asgi": "asgi",
+            "raw executemany": "raw",
+            "raw executemany + events": "rawev",
+            "raw COPY": "copy",
+            "warmup": "warmup",
+        }[path]
+        return f"bench-{slug}-{self.run_id}"
 
-        results: list[PathResult] = []
+    def pg_meter(self) -> CpuMeter:
+        return CpuMeter(lambda: postgres_processes(self.postmaster)).start()
 
-        # --- raw executemany (the ratio baseline) ---
-        tenant_id = tenants["raw executemany"]
-        raw = raw_batches(batches, iter(costs), tenant_id, settings, tokenizer.name, with_events=False)
-        await prepare_raw_tenant(conn, tenant_id, users)
-        await warm_raw(conn, raw[0], warmup_tenant)
-        await checkpoint(conn)
-        seconds, lat = await raw_insert(conn, raw, copy=False, with_events=False)
-        results.append(PathResult("raw executemany", tenant_id, args.items, seconds, len(raw), lat))
-        say(f"raw executemany: {seconds:.2f} s")
-        del raw
-
-        # --- the service over HTTP ---
-        headers = await issue_key(db, tenants["service/http"])
-        warm_headers = await issue_key(db, warmup_tenant)
+    async def service_http(self, batches: Sequence[Batch], settings: Settings) -> None:
+        assert self.db is not None and self.conn is not None
+        headers = await issue_key(self.db, self.tenant("service/http"))
+        warm_headers = await issue_key(self.db, self.tenant("warmup"))
         port = free_port()
-        log_path = env.tmp / "server.log"
-        proc = start_server(env.url, port, env.tmp / "server-data", log_path)
-        limits = httpx.Limits(max_connections=args.concurrency, max_keepalive_connections=args.concurrency)
-        timeout = httpx.Timeout(300.0)
+        log_path = self.env.tmp / "server.log"
+        self.proc = start_server(self.env.url, port, self.env.tmp / "server-data", log_path)
+        n = self.args.concurrency
+        limits = httpx.Limits(max_connections=n, max_keepalive_connections=n)
         async with httpx.AsyncClient(
-            base_url=f"http://127.0.0.1:{port}", limits=limits, timeout=timeout
+            base_url=f"http://127.0.0.1:{port}", limits=limits, timeout=httpx.Timeout(300.0)
         ) as client:
-            startup = await wait_ready(client, proc, log_path)
-            sampler = RssSampler(proc.pid)
+            startup = await wait_ready(client, self.proc, log_path)
+            sampler = RssSampler(self.proc.pid)
             rss_idle = sampler.sample()
-            await warm_service(client, warm_headers, batches, run_id)
+            await warm_service(client, warm_headers, batches, self.run_id)
             rss_warm = sampler.sample()
-            await checkpoint(conn)
+            await checkpoint(self.conn)
+            app = CpuMeter(lambda: [psutil.Process(self.proc.pid)] if self.proc else []).start()
+            me, pg = CpuMeter(lambda: [psutil.Process()]).start(), self.pg_meter()
             sampler.start()
-            seconds, lat, first_body = await post_batches(client, batches, headers, run_id, args.concurrency)
+            try:
+                seconds, lat, first_body = await post_batches(client, batches, headers, self.run_id, n)
+            except BenchFailure as exc:
+                raise BenchFailure(f"{exc}\nserver log (tail):\n{log_tail(log_path)}") from exc
             await sampler.stop()
+            app.stop(), me.stop(), pg.stop()
             rss_after = sampler.sample()
-            replay_ok = await replay_check(client, batches[0], headers, run_id, first_body)
-            hwm = peak_rss_bytes(proc.pid)
-        results.append(
-            PathResult("service/http", tenants["service/http"], args.items, seconds, len(batches), lat)
+            self.replay_ok = await replay_check(client, batches[0], headers, self.run_id, first_body)
+            hwm = peak_rss_bytes(self.proc.pid)
+        items = sum(len(b.items) for b in batches)
+        self.results.append(
+            PathResult(
+                "service/http",
+                self.tenant("service/http"),
+                items,
+                seconds,
+                len(batches),
+                lat,
+                app_cpu_s=app.seconds,
+                pg_cpu_s=pg.seconds,
+                client_cpu_s=me.seconds,
+            )
         )
         say(f"service/http: {seconds:.2f} s (server ready in {startup:.1f} s)")
-        stop_server(proc)
-        proc = None
-        memory = {
+        stop_server(self.proc)
+        self.proc = None
+        self.memory = {
             "server_rss_mb_idle": mb(rss_idle),
             "server_rss_mb_after_warmup": mb(rss_warm),
             "server_rss_mb_peak_sampled": mb(sampler.max_rss),
@@ -894,97 +905,126 @@ async def run(args: argparse.Namespace) -> int:
             "target_mb": RSS_TARGET_MB,
         }
 
-        # --- the same app in process (no HTTP server, no socket) ---
+    async def service_asgi(self, batches: Sequence[Batch], settings: Settings) -> None:
+        from service.app import create_app
+
+        assert self.db is not None and self.conn is not None
+        app = create_app(settings, database=self.db)
+        headers = await issue_key(self.db, self.tenant("service/asgi"))
+        warm_headers = await issue_key(self.db, self.tenant("warmup") + "-asgi")
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(
+            transport=transport, base_url="http://bench.local", timeout=httpx.Timeout(300.0)
+        ) as client:
+            await warm_service(client, warm_headers, batches, self.run_id + "-asgi")
+            await checkpoint(self.conn)
+            me, pg = CpuMeter(lambda: [psutil.Process()]).start(), self.pg_meter()
+            seconds, lat, _ = await post_batches(client, batches, headers, self.run_id, self.args.concurrency)
+            me.stop(), pg.stop()
+        items = sum(len(b.items) for b in batches)
+        self.results.append(
+            PathResult(
+                "service/asgi",
+                self.tenant("service/asgi"),
+                items,
+                seconds,
+                len(batches),
+                lat,
+                app_cpu_s=me.seconds,
+                pg_cpu_s=pg.seconds,
+            )
+        )
+        say(f"service/asgi: {seconds:.2f} s")
+
+    async def raw(self, plan: RawPlan, name: str, *, copy: bool, with_events: bool) -> None:
+        assert self.conn is not None
+        tenant_id = self.tenant(name)
+        batches = plan.rekey(tenant_id)
+        await prepare_raw_tenant(self.conn, tenant_id, plan.users)
+        await checkpoint(self.conn)
+        me, pg = CpuMeter(lambda: [psutil.Process()]).start(), self.pg_meter()
+        seconds, lat = await raw_insert(self.conn, plan, batches, copy=copy, with_events=with_events)
+        me.stop(), pg.stop()
+        items = sum(len(b.items) for b in batches)
+        self.results.append(
+            PathResult(name, tenant_id, items, seconds, len(batches), lat, app_cpu_s=me.seconds, pg_cpu_s=pg.seconds)
+        )
+        say(f"{name}: {seconds:.2f} s")
+
+    async def main(self) -> int:
+        args, env = self.args, self.env
+        say("database: " + ("--database-url" if args.database_url else f"embedded PostgreSQL in {env.tmp}"))
+        await open_database(args, env)
+        settings = Settings(database_url=env.url, data_dir=env.tmp / "bench-data")
+        self.db = create_database(env.url, settings)
+        await migrate.upgrade(self.db.engine)
+        self.conn = await asyncpg.connect(env.url)
+        self.postmaster = await find_postmaster(self.conn)
+        pg_info = await server_info(self.conn)
+
+        t0 = time.perf_counter()
+        batches = generate(args.items, args.users, args.batch, args.seed, datetime.now(UTC))
+        sizes = [len(b.body) for b in batches]
+        if max(sizes) > settings.max_body_bytes:
+            raise BenchFailure(
+                f"a batch body is {max(sizes)} bytes, over the {settings.max_body_bytes} byte limit:"
+                " use a smaller --batch"
+            )
+        say(
+            f"generated {args.items:,} items for {args.users} users in {len(batches)} batches"
+            f" ({time.perf_counter() - t0:.1f} s; body mean {statistics.mean(sizes) / 1024:.0f} KiB,"
+            f" max {max(sizes) / 1024:.0f} KiB)"
+        )
+
+        await self.service_http(batches, settings)
+        plan = await load_plan(self.conn, self.tenant("service/http"), len(batches))
+        await warm_raw(self.conn, plan, self.tenant("warmup") + "-raw")
+        await self.raw(plan, "raw executemany", copy=False, with_events=False)
         if args.in_process:
-            from service.app import create_app
+            await self.service_asgi(batches, settings)
+        await self.raw(plan, "raw executemany + events", copy=False, with_events=True)
+        await self.raw(plan, "raw COPY", copy=True, with_events=False)
 
-            app = create_app(settings, database=db)
-            asgi_headers = await issue_key(db, tenants["service/asgi"])
-            transport = httpx.ASGITransport(app=app)
-            async with httpx.AsyncClient(
-                transport=transport, base_url="http://bench.local", timeout=timeout
-            ) as c:
-                await warm_service(c, warm_headers, batches, run_id + "-asgi")
-                await checkpoint(conn)
-                seconds, lat, _ = await post_batches(c, batches, asgi_headers, run_id, args.concurrency)
-            results.append(
-                PathResult("service/asgi", tenants["service/asgi"], args.items, seconds, len(batches), lat)
-            )
-            say(f"service/asgi: {seconds:.2f} s")
-
-        # --- context: raw executemany with events, and COPY ---
-        for name, copy, with_events in (("raw executemany + events", False, True), ("raw COPY", True, False)):
-            tenant_id = tenants[name]
-            rows = raw_batches(
-                batches, iter(costs), tenant_id, settings, tokenizer.name, with_events=with_events
-            )
-            await prepare_raw_tenant(conn, tenant_id, users)
-            await checkpoint(conn)
-            seconds, lat = await raw_insert(conn, rows, copy=copy, with_events=with_events)
-            results.append(PathResult(name, tenant_id, args.items, seconds, len(rows), lat))
-            say(f"{name}: {seconds:.2f} s")
-            del rows
-
-        check = await verify(conn, results, args.items)
-        check["idempotent_replay_ok"] = replay_ok
-        if not replay_ok:
-            check["ok"] = False
-            check["problems"].append("replaying the first batch did not return the stored 201 response")
-
-        report = build_report(args, pg, tokenizer, sizes, results, memory, check, len(users))
+        check = await verify(self.conn, self.results, args.items, self.replay_ok)
+        if plan.orphan_events:
+            check["problems"].append(f"{plan.orphan_events} service events could not be matched to a request")
+        report = build_report(args, pg_info, sizes, self.results, self.memory, check, plan)
         print_report(report)
         write_json(report, Path(args.output))
         if args.database_url and not args.keep_data:
-            await drop_tenants(conn, [*tenants.values(), warmup_tenant])
+            await drop_tenants(self.conn, self.run_id)
         return 0 if check["ok"] else 1
+
+    async def close(self) -> None:
+        if self.proc is not None:
+            stop_server(self.proc)
+        if self.conn is not None:
+            await self.conn.close()
+        if self.db is not None:
+            await self.db.dispose()
+        if self.env.embedded is not None:
+            await asyncio.to_thread(self.env.embedded.cleanup)
+        await asyncio.to_thread(shutil.rmtree, self.env.tmp, True)
+
+
+async def run(args: argparse.Namespace) -> int:
+    bench = Run(args, Environment())
+    try:
+        return await bench.main()
     except BenchFailure as exc:
         print(f"bench failed: {exc}", file=sys.stderr)
         return 1
     finally:
-        if proc is not None:
-            stop_server(proc)
-        if conn is not None:
-            await conn.close()
-        if db is not None:
-            await db.dispose()
-        if env.embedded is not None:
-            await asyncio.to_thread(env.embedded.cleanup)
-        await asyncio.to_thread(shutil.rmtree, env.tmp, True)
+        await bench.close()
 
 
-def count_tokens(tokenizer: Tokenizer, batches: Sequence[Batch]) -> list[int]:
-    return tokenizer.count_many([it["content"] for b in batches for it in b.items])
-
-
-async def warm_raw(conn: asyncpg.Connection, batch: RawBatch, tenant_id: str) -> None:
-    """Prepare the statement and touch the table once (rolled back), outside the timed loop."""
-    tr = conn.transaction()
-    await tr.start()
-    try:
-        await prepare_raw_tenant(conn, tenant_id + "-raw", sorted({r[2] for r in batch.items}))
-        rows = [(uuid7(), tenant_id + "-raw", *r[2:]) for r in batch.items[:50]]
-        await conn.executemany(_insert_sql("context_item", ITEM_COLUMNS), rows)
-    finally:
-        await tr.rollback()
-
-
-async def warm_service(
-    client: httpx.AsyncClient, headers: dict[str, str], batches: Sequence[Batch], run_id: str
-) -> None:
-    """A few small untimed requests into a separate tenant: imports, pools and caches get warm."""
-    for i in range(3):
-        body = json.dumps({"items": batches[i % len(batches)].items[:100]}, ensure_ascii=False).encode()
-        h = {**headers, "Idempotency-Key": f"warmup-{run_id}-{i}"}
-        response = await client.post(f"/v1/users/warmup-{i}/items/batch", content=body, headers=h)
-        if response.status_code != 201:
-            raise BenchFailure(f"warm-up request failed: HTTP {response.status_code} {response.text[:400]}")
-
-
-async def drop_tenants(conn: asyncpg.Connection, tenant_ids: Sequence[str]) -> None:
+async def drop_tenants(conn: asyncpg.Connection, run_id: str) -> None:
+    """With --database-url: remove this run's tenants (every bench tenant id ends with the run id)."""
+    pattern = f"bench-%-{run_id}%"
     async with conn.transaction():
         for table in ("event", "idempotency_record", "context_item", "end_user", "api_key", "tenant"):
             column = "id" if table == "tenant" else "tenant_id"
-            await conn.execute(f"DELETE FROM {table} WHERE {column} = ANY($1::text[])", list(tenant_ids))
+            await conn.execute(f"DELETE FROM {table} WHERE {column} LIKE $1", pattern)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -995,12 +1035,11 @@ async def drop_tenants(conn: asyncpg.Connection, tenant_ids: Sequence[str]) -> N
 def build_report(
     args: argparse.Namespace,
     pg: dict[str, Any],
-    tokenizer: Tokenizer,
     sizes: Sequence[int],
     results: Sequence[PathResult],
     memory: dict[str, Any],
     check: dict[str, Any],
-    n_users: int,
+    plan: RawPlan,
 ) -> dict[str, Any]:
     baseline = next(r for r in results if r.name == "raw executemany")
     http = next(r for r in results if r.name == "service/http")
@@ -1009,17 +1048,18 @@ def build_report(
         d = r.as_dict()
         d["time_vs_raw_executemany"] = round(r.seconds / baseline.seconds, 2)
         rows.append(d)
+    service = check["per_path"]["service/http"]
     return {
         "benchmark": "ingest",
         "when": datetime.now(UTC).isoformat(timespec="seconds"),
         "config": {
             "items": args.items,
-            "users": n_users,
+            "users": args.users,
             "batch": args.batch,
             "concurrency": args.concurrency,
             "seed": args.seed,
             "database": "external (--database-url)" if args.database_url else "embedded",
-            "tokenizer": tokenizer.name,
+            "tokenizer": service.get("token_model"),
             "batch_body_kib_mean": round(statistics.mean(sizes) / 1024, 1),
             "batch_body_kib_max": round(max(sizes) / 1024, 1),
         },
@@ -1028,6 +1068,13 @@ def build_report(
             "python": platform.python_version(),
             "platform": platform.platform(),
             "postgres": pg,
+        },
+        "workload": {
+            "tokens": service.get("tokens"),
+            "chars": service.get("chars"),
+            "item_statuses": service.get("statuses"),
+            "item_events": service.get("events"),
+            "raw_event_rows": plan.events,
         },
         "results": rows,
         "target_items_per_s": TARGET_ITEMS_PER_S,
@@ -1043,17 +1090,20 @@ def fmt(value: float | None, spec: str) -> str:
 
 
 def print_report(report: dict[str, Any]) -> None:
-    cfg = report["config"]
-    print()
+    cfg, wl = report["config"], report["workload"]
     pg_version = report["machine"]["postgres"].get("version")
+    print()
     print(
         f"ingest: {cfg['items']:,} items, {cfg['users']} users, batch {cfg['batch']}, concurrency"
         f" {cfg['concurrency']}, tokenizer {cfg['tokenizer']}, PostgreSQL {pg_version}"
         f" ({cfg['database']}), {report['machine']['cpus']} CPUs"
     )
+    statuses = ", ".join(f"{k} {v:,}" for k, v in (wl["item_statuses"] or {}).items())
+    events = ", ".join(f"{k} {v:,}" for k, v in (wl["item_events"] or {}).items())
+    print(f"stored: {statuses}; events: {events}; {wl['tokens']:,} tokens")
     header = (
         f"{'path':<26} {'items':>8} {'seconds':>8} {'items/s':>9} {'x raw em':>8}"
-        f" {'p50 ms':>8} {'p95 ms':>8} {'batches':>7}"
+        f" {'p50 ms':>8} {'p95 ms':>8} {'app cpu s':>9} {'pg cpu s':>8}"
     )
     print(header)
     print("-" * len(header))
@@ -1061,9 +1111,13 @@ def print_report(report: dict[str, Any]) -> None:
         print(
             f"{r['path']:<26} {r['items']:>8,} {r['seconds']:>8.2f} {r['items_per_s']:>9,.0f}"
             f" {r['time_vs_raw_executemany']:>7.2f}x {fmt(r['latency_ms_p50'], '>8.1f')}"
-            f" {fmt(r['latency_ms_p95'], '>8.1f')} {r['requests']:>7}"
+            f" {fmt(r['latency_ms_p95'], '>8.1f')} {fmt(r['app_cpu_s'], '>9.1f')}"
+            f" {fmt(r['pg_cpu_s'], '>8.1f')}"
         )
-    print("  x raw em = wall time / raw executemany wall time (same rows, same run); latency = per batch")
+    print(
+        "  x raw em = wall time / raw executemany wall time (same rows, same run); latency per request/batch;"
+        "\n  app cpu = the ctxmem server process (service/http) or this process (other paths)"
+    )
     m = report["memory"]
     print(
         f"server RSS: idle {fmt(m['server_rss_mb_idle'], '.0f')} MB, peak sampled under load"
@@ -1075,7 +1129,7 @@ def print_report(report: dict[str, Any]) -> None:
     print(
         "verification: "
         + ("ok" if v["ok"] else "FAILED: " + "; ".join(v["problems"]))
-        + f" (rows, item.created events, idempotency records, token sums; replay {replay})"
+        + f" (rows, item.created events, idempotency records, token/char sums; replay {replay})"
     )
     rate = report["service_http_items_per_s"]
     verdict = "MEETS" if report["meets_target"] else "MISSES"
@@ -1087,7 +1141,7 @@ def print_report(report: dict[str, Any]) -> None:
 
 def write_json(report: dict[str, Any], path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(report, indent=2, default=str) + "\n")
+    path.write_text(json.dumps(report, indent=2, default=str, ensure_ascii=False) + "\n")
     print(f"results written to {path}")
 
 
@@ -1100,23 +1154,17 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m bench.ingest", description=description)
     p.add_argument("--items", type=int, default=100_000, help="items in total (default 100000)")
     p.add_argument("--users", type=int, default=100, help="users the items are spread over (default 100)")
-    p.add_argument(
-        "--batch", type=int, default=1000, help="items per batch request (default 1000, the maximum)"
-    )
+    p.add_argument("--batch", type=int, default=1000, help="items per batch request (default 1000, the maximum)")
     p.add_argument("--concurrency", type=int, default=2, help="batch requests in flight (default 2)")
     p.add_argument(
         "--database-url",
         default=os.environ.get("CTXMEM_BENCH_DATABASE_URL", ""),
         help="postgresql:// URL of an existing database (CTXMEM_BENCH_DATABASE_URL); default: embedded",
     )
-    p.add_argument(
-        "--in-process", action="store_true", help="also run the app in process (httpx.ASGITransport)"
-    )
+    p.add_argument("--in-process", action="store_true", help="also run the app in process (httpx.ASGITransport)")
     p.add_argument("--seed", type=int, default=20261201, help="seed of the generated items")
     p.add_argument("--keep-data", action="store_true", help="with --database-url: keep the bench rows")
-    p.add_argument(
-        "--output", default=str(RESULTS), help="JSON results file (default bench/results/ingest.json)"
-    )
+    p.add_argument("--output", default=str(RESULTS), help="JSON results file (default bench/results/ingest.json)")
     return p
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+import asyncpg
 from fastapi import FastAPI, Request
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
@@ -198,6 +199,7 @@ def install_error_handlers(app: FastAPI) -> None:
         return problem_response(409, err.body(request.url.path))
 
     app.add_exception_handler(IntegrityError, on_integrity)
+    app.add_exception_handler(asyncpg.IntegrityConstraintViolationError, on_integrity)
     app.add_exception_handler(ServiceError, on_service_error)
     app.add_exception_handler(ReplayedResponse, on_replay)
     app.add_exception_handler(RequestValidationError, on_validation)

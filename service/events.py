@@ -6,20 +6,14 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from service.db.bulk import copy_rows
 from service.db.models import Event
 from service.ids import uuid7
 
-_EVENT_DEFAULTS = {
-    "user_id": None,
-    "entity_id": None,
-    "reason": None,
-    "rule": None,
-    "before": None,
-    "after": None,
-}
+_EVENT = Event.__table__  # type: ignore[attr-defined]
+_EVENT_BASE: dict[str, Any] = dict.fromkeys(c.name for c in _EVENT.columns)
 
 
 async def record_event(
@@ -63,5 +57,5 @@ async def record_events(session: AsyncSession, rows: Sequence[dict[str, Any]]) -
     """Insert many events in one statement (ids are assigned here, time-ordered)."""
     if not rows:
         return
-    values = [{"id": uuid7(), **_EVENT_DEFAULTS, **row} for row in rows]
-    await session.execute(insert(Event), values)
+    # Every column in every row, written with one COPY (see service/db/bulk.py).
+    await copy_rows(session, _EVENT, [{**_EVENT_BASE, "id": uuid7(), **row} for row in rows])

@@ -1,0 +1,36 @@
+"""Bulk writes with PostgreSQL COPY on the session's own connection (inside its transaction).
+
+A batch of 1,000 items is one COPY instead of one multi-row INSERT: about 5x less time in the database
+and in the driver (bench/ingest.py measures both paths). Every row must carry every column.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import Table
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.ext.asyncio import AsyncSession
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+async def copy_rows(session: AsyncSession, table: Table, rows: Sequence[dict[str, Any]]) -> None:
+    if not rows:
+        return
+    columns = [c.name for c in table.columns]
+    json_columns = {c.name for c in table.columns if isinstance(c.type, JSONB)}
+    records = [
+        tuple((_dumps(row[c]) if row[c] is not None else None) if c in json_columns else row[c] for c in columns)
+        for row in rows
+    ]
+    conn = await session.connection()
+    raw = await conn.get_raw_connection()
+    driver = raw.driver_connection
+    assert driver is not None
+    # SQLAlchemy's asyncpg dialect registers a jsonb codec that takes JSON text, hence _dumps above.
+    await driver.copy_records_to_table(table.name, records=records, columns=columns)
