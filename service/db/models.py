@@ -171,6 +171,10 @@ class ContextItem(SQLModel, table=True):
     token_cost: int = Field(sa_column=sa.Column(sa.Integer, nullable=False))
     token_model: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
     variants: Any = Field(default=None, sa_column=sa.Column(pg.JSONB(none_as_null=True), nullable=True))
+    # Compression levels L1..L4 (scoring/compress.py) and their token counts, derived once at write time
+    # so that the window only adds numbers. NULL on rows written before they existed (derived on read).
+    level_texts: list[str] | None = Field(default=None, sa_column=sa.Column(pg.ARRAY(sa.Text), nullable=True))
+    level_tokens: list[int] | None = Field(default=None, sa_column=sa.Column(pg.ARRAY(sa.Integer), nullable=True))
     related_ids: list[uuid.UUID] = Field(
         default_factory=list,
         sa_column=sa.Column(pg.ARRAY(pg.UUID(as_uuid=True)), nullable=False, server_default=sa.text("'{}'::uuid[]")),

@@ -11,6 +11,7 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from schemas.items import ItemCreate, ItemPage, ItemRead
+from scoring.compress import assemble_levels, derive_levels
 from scoring.items import SCOPE_ID_FIELD, authority_for_source, default_confidence, default_expires_at
 from scoring.scopes import ScopeContext, Scoped, effective, scope_ref
 from service.auth.service import Permission, Principal
@@ -146,6 +147,7 @@ async def create_items(ctx: ItemContext, user_id: str, items: Sequence[ItemCreat
             }
         )
 
+    attach_levels(ctx.tokenizer, user_id, rows)
     await repository.ensure_user(ctx.session, principal.tenant_id, user_id, now)
     plan = await resolve_rows(ctx.session, principal, user_id, rows, now=now, batch=batch)
     # Retirements first: the new active rows must not meet the old ones in the one-active-per-slot index.
@@ -171,6 +173,27 @@ async def create_items(ctx: ItemContext, user_id: str, items: Sequence[ItemCreat
         )
     await record_events(ctx.session, created + plan.events)
     return [ItemRead.model_validate({**row, "resolution": plan.resolutions.get(i)}) for i, row in enumerate(rows)]
+
+
+def attach_levels(tokenizer: Tokenizer, user_id: str, rows: Sequence[dict[str, Any]]) -> None:
+    """Derive L1..L4 for each row and count them in one tokenizer call (scoring/compress.py)."""
+    derived = [
+        derive_levels(
+            item_id=str(r["id"]),
+            user_id=user_id,
+            item_type=r["type"],
+            content=r["content"],
+            key=r["key"],
+            value=r["value"],
+            variants=r["variants"],
+            token_cost=r["token_cost"],
+        )
+        for r in rows
+    ]
+    counts = tokenizer.count_many([t for texts in derived for t in texts])
+    for i, (row, texts) in enumerate(zip(rows, derived, strict=True)):
+        all_texts, all_tokens = assemble_levels(row["content"], row["token_cost"], texts, counts[4 * i : 4 * i + 4])
+        row["level_texts"], row["level_tokens"] = all_texts[1:], all_tokens[1:]
 
 
 async def require_user(session: AsyncSession, principal: Principal, user_id: str) -> None:
