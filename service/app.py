@@ -23,6 +23,7 @@ from service.settings import Settings, get_settings
 from service.timeline.endpoints import router as timeline_router
 from service.tokenizer import build_tokenizer
 from service.users.endpoints import router as users_router
+from service.windows.endpoints import router as windows_router
 
 log = logging.getLogger("ctxmem")
 
@@ -74,6 +75,7 @@ def create_app(
     app.include_router(profiles_router)
     app.include_router(timeline_router)
     app.include_router(users_router)
+    app.include_router(windows_router)
     registry = CollectorRegistry(auto_describe=True)
     Instrumentator(
         registry=registry,

@@ -100,6 +100,9 @@ class Settings(BaseSettings):
     # Independent sessions needed before an entry becomes a candidate.
     candidate_min_sessions: int = Field(2, ge=2)
 
+    # Windows (DESIGN §3.6): with context_limit, the budget is min(limit - reserve, watermark x limit).
+    window_watermark: float = Field(0.6, gt=0, le=1)
+
     log_level: Literal["debug", "info", "warning", "error"] = "info"
 
     @field_validator("database_url")

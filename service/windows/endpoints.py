@@ -1,0 +1,33 @@
+"""HTTP route of window assembly."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Response
+
+from schemas.windows import WindowRequest, WindowResponse
+from service.deps import ClockDep, IdempotencyDep, PrincipalDep, SessionDep, SettingsDep, TokenizerDep, UserIdPath
+from service.items.endpoints import ERRORS
+from service.windows import service
+from service.windows.service import WindowContext
+
+router = APIRouter(prefix="/v1/users/{user_id}", tags=["window"], responses=ERRORS)
+
+
+@router.post(
+    "/window",
+    response_model=WindowResponse,
+    summary="Assemble the context for the agent's next model call under a token budget",
+)
+async def window(
+    user_id: UserIdPath,
+    body: WindowRequest,
+    session: SessionDep,
+    principal: PrincipalDep,
+    settings: SettingsDep,
+    tokenizer: TokenizerDep,
+    clock: ClockDep,
+    idem: IdempotencyDep,
+) -> Response:
+    ctx = WindowContext(session, principal, settings, tokenizer, clock.now())
+    result = await service.build_window(ctx, user_id, body)
+    return await idem.respond(result, 200)
