@@ -315,8 +315,7 @@ def _elements(
         e = eff.entry
         where = e.domain or "global"
         stated = " (stated this session)" if eff.why == "current-statement" else ""
-        verb = {"like": "likes", "dislike": "dislikes"}.get(e.polarity, "is")
-        line = f"[{where}] {e.dimension}.{e.key}: {verb} {e.value}{stated}"
+        line = f"[{where}] {e.dimension}.{e.key}: {_phrase(e.dimension, e.polarity, e.value)}{stated}"
         index = f"[profile {e.id}: {e.dimension}.{e.key} — GET /v1/users/{user_id}/profile/{e.id}]"
         n_line, n_index = count(line), count(index)
         out.append(
@@ -356,6 +355,12 @@ def _elements(
             )
         )
     return out
+
+
+def _phrase(dimension: str, polarity: str, value: str) -> str:
+    if dimension == "preference":
+        return {"like": f"likes {value}", "dislike": f"dislikes {value}"}.get(polarity, value)
+    return f"not {value}" if polarity == "dislike" else value
 
 
 def _transcript(messages: Sequence[dict[str, Any]]) -> str:

@@ -87,3 +87,138 @@ async def test_pressure_compresses_then_compacts(client: httpx.AsyncClient, tena
     assert tight["mode"] == "compact"
     assert tight["tokens"]["used"] <= 400
     assert "Do not recommend Redis Cluster." in tight["text"]
+
+
+async def test_scope_freshness_and_overrides(client: httpx.AsyncClient, tenant: TenantKeys) -> None:
+    items = await seed(
+        client,
+        tenant,
+        [
+            {"type": "fact", "content": "budget is 300", "key": "budget", "value": 300, "source": "user"},
+            {
+                "type": "fact",
+                "content": "budget is 800 for this task",
+                "key": "budget",
+                "value": 800,
+                "source": "user",
+                "scope": "task",
+                "task_id": "t1",
+            },
+            {"type": "fact", "content": "only in session s2", "scope": "session", "session_id": "s2"},
+            {
+                "type": "tool_result",
+                "content": "old QPS reading",
+                "source": "tool",
+                "observed_at": "2026-01-01T00:00:00Z",
+            },
+            {"type": "tool_result", "content": "fresh QPS reading", "source": "tool"},
+        ],
+    )
+    broad, narrow, other_session, stale, fresh = (i["id"] for i in items)
+    w = (await window(client, tenant, max_tokens=5000, task_id="t1", session_id="s1")).json()
+    shown = {p["id"] for s in w["sections"] for p in s["items"]}
+    assert narrow in shown and broad not in shown and other_session not in shown and stale not in shown
+    assert fresh in shown
+    omitted = {o["id"]: o["reason"] for o in w["omitted"]}
+    assert "overridden" in omitted[broad] and "stale" in omitted[stale]
+    assert any(stale in warning for warning in w["warnings"])
+    outside = (await window(client, tenant, max_tokens=5000, task_id="t9")).json()
+    shown = {p["id"] for s in outside["sections"] for p in s["items"]}
+    assert broad in shown and narrow not in shown
+
+
+async def test_superseded_never_shown_and_profile_sections(client: httpx.AsyncClient, tenant: TenantKeys) -> None:
+    old = await client.post(
+        ITEMS, json={"type": "fact", "content": "city Paris", "key": "city", "value": "Paris", "source": "user",
+                     "observed_at": "2026-10-01T00:00:00Z"}, headers=tenant.agent,
+    )  # fmt: skip
+    await client.post(
+        ITEMS, json={"type": "fact", "content": "city Berlin", "key": "city", "value": "Berlin", "source": "user"},
+        headers=tenant.agent,
+    )  # fmt: skip
+    obs = {"dimension": "preference", "key": "brand", "value": "xiaomi", "domain": "phone", "context": "shop"}
+    await client.post("/v1/users/w/observations", json={**obs, "session_id": "a"}, headers=tenant.agent)
+    await client.post("/v1/users/w/observations", json={**obs, "session_id": "b"}, headers=tenant.agent)
+    await client.post(
+        "/v1/users/w/observations",
+        json={**obs, "key": "form", "value": "foldable", "polarity": "dislike", "session_id": "c", "explicit": True,
+              "confirmation": True},
+        headers=tenant.agent,
+    )  # fmt: skip
+    await client.post(
+        "/v1/users/w/observations",
+        json={"dimension": "decision_style", "key": "pace", "value": "fast", "session_id": "c", "confirmation": True,
+              "explicit": True},
+        headers=tenant.agent,
+    )  # fmt: skip
+    w = (await window(client, tenant, max_tokens=5000, domains=["phone"])).json()
+    assert "city Paris" not in w["text"] and "city Berlin" in w["text"]
+    assert old.json()["id"] not in {p["id"] for s in w["sections"] for p in s["items"]}
+    by_section = {s["id"]: s for s in w["sections"]}
+    assert "decision_style.pace: fast" in w["text"] and by_section["profile"]["items"]
+    assert "Do not recommend foldable" in w["text"]
+    assert [p["reason"] for p in by_section["hints"]["items"]] == ["candidate hint (tentative)"]
+    assert "tentative" in w["text"]
+
+
+async def test_history_validation_and_archive(client: httpx.AsyncClient, tenant: TenantKeys) -> None:
+    bad = [{"role": "user", "content": "q"}, {"role": "tool", "tool_call_id": "x", "content": "r"}]
+    r = await window(client, tenant, max_tokens=1000, messages=bad)
+    assert r.status_code == 422 and r.json()["index"] == 1 and r.json()["type"] == "urn:ctxmem:problem:history-invalid"
+    r = await window(client, tenant, max_tokens=1000, messages=[{"role": "tool", "content": "r"}])
+    assert r.status_code == 422
+    msgs = [
+        {"role": "user", "content": "tell me about caches " * 30},
+        {"role": "assistant", "content": "Redis, Memcached, ... " * 30},
+        {"role": "user", "content": "which one?"},
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function",
+                                                               "function": {"name": "bench", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "memcached wins"},
+    ]  # fmt: skip
+    full = (await window(client, tenant, max_tokens=5000, messages=msgs)).json()
+    assert len(full["messages"]) == 5
+    r = await window(client, tenant, max_tokens=full["tokens"]["used"] - 100, messages=msgs, archive_dropped=True)
+    assert r.status_code == 200, r.text
+    w = r.json()
+    assert w["messages"][0]["content"] == "which one?"
+    assert len(w["messages"]) == 3 and w["archived_item_id"]
+    ep = (await client.get(f"{ITEMS}/{w['archived_item_id']}", headers=tenant.agent)).json()
+    assert ep["type"] == "episode" and "tell me about caches" in ep["content"]
+    r = await client.post(W, json={"input": "x", "max_tokens": 10, "messages": msgs, "archive_dropped": True},
+                          headers=tenant.operator)  # fmt: skip
+    assert r.status_code == 403
+
+
+async def test_budget_from_context_limit_tools_and_determinism(client: httpx.AsyncClient, tenant: TenantKeys) -> None:
+    await seed(client, tenant, [{"type": "episode", "content": f"turn {i} " + "words " * 50} for i in range(10)])
+    tools = [{"type": "function", "function": {"name": "search", "parameters": {"type": "object"}}}]
+    a = await window(client, tenant, context_limit=2000, reserve_tokens=500, tools=tools)
+    b = await window(client, tenant, context_limit=2000, reserve_tokens=500, tools=tools)
+    assert a.status_code == 200 and a.content == b.content  # byte-identical
+    w = a.json()
+    assert w["tokens"]["budget"] == 1200  # min(2000 - 500, 0.6 * 2000)
+    assert w["tokens"]["tools"] > 0 and w["tokens"]["used"] <= 1200
+    assert w["tokens"]["used"] == w["tokens"]["text"] + w["tokens"]["messages"] + w["tokens"]["tools"]
+    r = await window(client, tenant, context_limit=2000, reserve_tokens=1500, watermark=0.9)
+    assert r.json()["tokens"]["budget"] == 500
+    for bad in (
+        {},
+        {"max_tokens": 10, "context_limit": 100},
+        {"max_tokens": 0},
+        {"max_tokens": 2_000_001},
+        {"context_limit": 100, "reserve_tokens": 100},
+        {"max_tokens": 100, "watermark": 0},
+        {"max_tokens": 100, "input": ""},
+        {"max_tokens": 100, "messages": [{"role": "wizard", "content": "x"}]},
+    ):
+        r = await client.post(W, json={"input": "q", **bad}, headers=tenant.agent)
+        assert r.status_code == 422, (bad, r.text)
+
+
+async def test_window_for_new_user_and_tenant_isolation(
+    client: httpx.AsyncClient, tenant: TenantKeys, other_tenant: TenantKeys
+) -> None:
+    await seed(client, tenant, [{"type": "fact", "content": "tenant A secret", "source": "user"}])
+    r = await client.post(W, json={"input": "hello", "max_tokens": 500}, headers=other_tenant.agent)
+    assert r.status_code == 200
+    assert "secret" not in r.text and r.json()["mode"] == "full"
