@@ -177,6 +177,17 @@ def cmd_keys_revoke(args: argparse.Namespace) -> int:
     return asyncio.run(_with_db(settings, work, migrate_first=settings.auto_migrate))
 
 
+def cmd_demo(args: argparse.Namespace) -> int:
+    from service.demo import run_demo
+
+    settings = _settings(args)
+
+    async def work(db: Any) -> int:
+        return await run_demo(settings, db, turns=args.turns, budget=args.budget)
+
+    return asyncio.run(_with_db(settings, work, migrate_first=settings.auto_migrate))
+
+
 def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--data-dir", type=Path, help="data directory (CTXMEM_DATA_DIR, default ./.ctxmem)")
@@ -207,6 +218,10 @@ def build_parser() -> argparse.ArgumentParser:
     rev.add_argument("--tenant", required=True)
     rev.add_argument("--id", required=True)
     rev.set_defaults(func=cmd_keys_revoke)
+    demo = sub.add_parser("demo", parents=[common], help="run a scripted multi-turn session and show each window")
+    demo.add_argument("--turns", type=int, default=16)
+    demo.add_argument("--budget", type=int, default=1000, help="max_tokens of every window")
+    demo.set_defaults(func=cmd_demo)
     return parser
 
 

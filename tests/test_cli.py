@@ -132,3 +132,14 @@ def test_cli_errors_are_clear(tmp_path: Path) -> None:
     bad_url = ctxmem(tmp_path / "d", "migrate", "--database-url", "mysql://x")
     assert bad_url.returncode == 2 and "postgresql://" in bad_url.stderr
     assert ctxmem(tmp_path / "d", "--help").returncode == 0
+
+
+def test_demo_keeps_both_constraints_verbatim_under_pressure(tmp_path: Path) -> None:
+    out = ctxmem(tmp_path / "d", "demo", timeout=180)
+    assert out.returncode == 0, out.stdout + out.stderr
+    lines = [line for line in out.stdout.splitlines() if line.startswith("turn")]
+    assert len(lines) == 16
+    assert "full" in lines[0]
+    assert all(("balanced" in line or "compact" in line) for line in lines[-4:])
+    assert all("small-team yes, no-redis-cluster yes" in line for line in lines[1:])
+    assert out.stdout.rstrip().endswith("yes")
