@@ -104,10 +104,41 @@ class BudgetTooSmall:
 
 @dataclass
 class _State:
-    level: dict[str, int] = field(default_factory=dict)
+    """Levels, drops and a running token estimate, updated in O(1) per step."""
+
+    level: dict[str, int]
+    headers: dict[str, int]
+    fixed_sections: set[str]
+    total: int = 0
+    visible: dict[str, int] = field(default_factory=dict)
     dropped: dict[str, str] = field(default_factory=dict)
     dropped_units: set[int] = field(default_factory=set)
     stage: int = 0  # highest pressure step applied
+
+    def show(self, e: Element) -> None:
+        if self.visible.get(e.section, 0) == 0 and e.section not in self.fixed_sections:
+            self.total += self.headers[e.section]
+        self.visible[e.section] = self.visible.get(e.section, 0) + 1
+        self.total += _line_tokens(e, self.level[e.id])
+
+    def set_level(self, e: Element, level: int) -> None:
+        if e.id in self.dropped or level <= self.level[e.id]:
+            return
+        self.total += _line_tokens(e, level) - _line_tokens(e, self.level[e.id])
+        self.level[e.id] = level
+
+    def drop(self, e: Element, reason: str) -> None:
+        if e.id in self.dropped:
+            return
+        self.dropped[e.id] = reason
+        self.total -= _line_tokens(e, self.level[e.id])
+        self.visible[e.section] -= 1
+        if self.visible[e.section] == 0 and e.section not in self.fixed_sections:
+            self.total -= self.headers[e.section]
+
+    def drop_unit(self, index: int, unit: Unit) -> None:
+        self.dropped_units.add(index)
+        self.total -= unit.tokens
 
 
 def _line_tokens(e: Element, level: int) -> int:
@@ -140,19 +171,18 @@ def assemble(
     if pinned_cost > budget:
         return BudgetTooSmall(required=pinned_cost, budget=budget)
 
-    state = _State(level={e.id: (4 if e.repeats else 0) for e in loose})
+    state = _State(
+        level={e.id: (4 if e.repeats else 0) for e in loose},
+        headers=header_tokens,
+        fixed_sections=pinned_sections,
+        total=pinned_cost + sum(u.tokens for u in units if u.droppable),
+    )
+    for e in loose:
+        state.show(e)
     groups = _groups(loose)
 
     def estimate() -> int:
-        total = pinned_cost
-        visible: set[str] = set(pinned_sections)
-        for e in loose:
-            if e.id not in state.dropped:
-                total += _line_tokens(e, state.level[e.id])
-                visible.add(e.section)
-        total += sum(header_tokens[s] for s in visible - pinned_sections)
-        total += sum(u.tokens for i, u in enumerate(units) if u.droppable and i not in state.dropped_units)
-        return total
+        return state.total
 
     steps = _steps(groups, units, state)
 
@@ -245,29 +275,29 @@ def _steps(groups: list[list[Element]], units: Sequence[Unit], state: _State) ->
 
     for i in old_turns:
         state.stage = max(state.stage, 1)
-        state.dropped_units.add(i)
+        state.drop_unit(i, units[i])
         yield True
     for level in (1, 2, 3):
         for g in (*first, *later):
             if any(state.level[e.id] < level for e in g):
                 state.stage = max(state.stage, 2)
                 for e in g:
-                    state.level[e.id] = max(state.level[e.id], level)
+                    state.set_level(e, level)
                 yield True
     for i in exchanges:
         state.stage = max(state.stage, 3)
-        state.dropped_units.add(i)
+        state.drop_unit(i, units[i])
         yield True
     for g in (*first, *later):
         if any(state.level[e.id] < 4 for e in g):
             state.stage = max(state.stage, 4)
             for e in g:
-                state.level[e.id] = 4
+                state.set_level(e, 4)
             yield True
     for g in (*first, *later):
         state.stage = 5
         for e in g:
-            state.dropped[e.id] = f"dropped: over budget ({e.section}, lowest priority first)"
+            state.drop(e, f"dropped: over budget ({e.section}, lowest priority first)")
         yield True
 
 

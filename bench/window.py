@@ -1,0 +1,318 @@
+"""Window assembly benchmark (DESIGN §6): a user with 1,000 items and 200 profile entries.
+
+Reports the service time of ``POST /window``'s work (p50/p99 over ``--calls`` calls, in process, one
+session per call as in a request) beside a raw asyncpg fetch of the same rows measured in the same run,
+and optionally (``--http``) latency over real HTTP with 50 concurrent clients.
+
+    python -m bench.window [--calls 2000] [--items 1000] [--entries 200] [--http] [--database-url URL]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import secrets
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+import httpx
+
+from schemas.items import ItemCreate
+from schemas.profiles import ObservationCreate
+from schemas.windows import WindowRequest
+from service.auth.service import Principal, create_key
+from service.clock import Clock
+from service.db import migrate
+from service.db.embedded import ensure_database, start_embedded
+from service.db.engine import create_database, plain_url, session_scope
+from service.items.service import ItemContext, create_items
+from service.profiles.service import ProfileContext, add_observations
+from service.settings import Settings
+from service.tokenizer import build_tokenizer
+from service.windows.service import WindowContext, build_window
+
+WORDS = [
+    *["cache", "latency", "budget", "team", "postgres", "redis", "memcached", "cluster"],
+    *["deploy", "region", "replica", "failover"],
+    *["queue", "kafka", "index", "query", "shard", "tenant", "quota", "cost", "alert", "incident", "runbook"],
+    *["缓存", "延迟", "预算", "团队", "集群", "部署"],
+]
+
+
+def pct(values: list[float], p: float) -> float:
+    values = sorted(values)
+    return values[min(len(values) - 1, int(p / 100 * len(values)))]
+
+
+def text(rnd: random.Random, lo: int, hi: int) -> str:
+    return " ".join(rnd.choice(WORDS) for _ in range(rnd.randint(lo, hi)))
+
+
+def make_items(rnd: random.Random, n: int) -> list[ItemCreate]:
+    types = ["fact"] * 5 + ["preference"] * 2 + ["tool_result"] * 3 + ["episode"] * 3 + ["summary", "entity"]
+    out = []
+    for i in range(n):
+        t = rnd.choice(types)
+        body: dict[str, Any] = {
+            "type": t,
+            "content": text(rnd, 15, 120),
+            "source": rnd.choice(["user", "tool", "model"]),
+        }
+        if t == "tool_result":
+            body["source"] = "tool"
+            body["expires_at"] = "2099-01-01T00:00:00Z"
+        if i % 50 == 0:
+            body.update(type="constraint", hard=True, content=f"Hard rule {i}: " + text(rnd, 5, 12), source="user")
+        if i % 100 == 1:
+            body.update(type="decision", content="Decision: " + text(rnd, 5, 15), source="user")
+        if i % 7 == 0:
+            body.update(key=f"k{i % 40}", value=i)
+        if i % 11 == 0:
+            body.update(scope="session", session_id="s-bench")
+        out.append(ItemCreate.model_validate(body))
+    return out
+
+
+def make_observations(rnd: random.Random, n: int) -> list[ObservationCreate]:
+    out = []
+    for i in range(n):
+        out.append(
+            ObservationCreate.model_validate(
+                {
+                    "domain": rnd.choice([None, "phone", "laptop", "travel"]),
+                    "dimension": rnd.choice(["preference", "goal", "ability", "decision_style"]),
+                    "key": f"key{i % 60}",
+                    "value": f"value{i}",
+                    "session_id": f"s{rnd.randint(1, 8)}",
+                    "context": rnd.choice(["shop", "chat", "plan"]),
+                    "explicit": rnd.random() < 0.3,
+                    "confirmation": rnd.random() < 0.4,
+                }
+            )
+        )
+    return out
+
+
+ITEMS_SQL = """
+SELECT id, type, content, key, value, domain, source, authority, scope, scope_ref, session_id, task_id,
+       stage_id, step_id, hard, status, confidence, observed_at, expires_at, updated_at, token_cost,
+       level_texts, level_tokens, related_ids, variants
+FROM context_item
+WHERE tenant_id = $1 AND user_id = $2 AND status IN ('available', 'verified', 'missing')
+  AND (scope IN ('user', 'global') OR (scope = 'session' AND scope_ref = $3))
+ORDER BY id
+"""
+ENTRIES_SQL = "SELECT * FROM profile_entry WHERE tenant_id = $1 AND user_id = $2 ORDER BY id"
+
+
+async def main(args: argparse.Namespace) -> int:
+    tmp = Path(tempfile.mkdtemp(prefix="ctxmem-bench-window-"))
+    server = None
+    try:
+        if args.database_url:
+            url = args.database_url
+        else:
+            server = start_embedded(tmp / "pg")
+            await ensure_database(server.get_uri(), "ctxmem_bench")
+            url = server.get_uri("ctxmem_bench")
+        settings = Settings(database_url=url, data_dir=tmp)
+        db = create_database(url, settings)
+        await migrate.upgrade(db.engine)
+        tokenizer = build_tokenizer(settings.tokenizer, cache_dir=settings.resolved_tokenizer_cache_dir)
+        tenant = f"bench-window-{secrets.token_hex(3)}"
+        user = "u-window"
+        async with session_scope(db) as s:
+            key = await create_key(s, tenant_id=tenant, role="agent", name=None, now=Clock().now(), actor="bench")
+        principal = Principal(tenant_id=tenant, key_id=key.id, role="agent")
+        rnd = random.Random(args.seed)
+        items = make_items(rnd, args.items)
+        for start in range(0, len(items), 1000):
+            async with session_scope(db) as s:
+                ctx = ItemContext(s, principal, settings, tokenizer, Clock().now())
+                await create_items(ctx, user, items[start : start + 1000], batch=True)
+        async with session_scope(db) as s:
+            await add_observations(
+                ProfileContext(s, principal, settings, Clock().now()),
+                user,
+                make_observations(rnd, args.entries),
+                batch=True,
+            )
+        messages = []
+        for _ in range(5):
+            messages += [
+                {"role": "user", "content": text(rnd, 5, 30)},
+                {"role": "assistant", "content": text(rnd, 10, 60)},
+            ]
+        req = WindowRequest.model_validate(
+            {
+                "input": "Which cache should we pick for session data, given our small team?",
+                "max_tokens": args.max_tokens,
+                "session_id": "s-bench",
+                "goal": "Pick a cache",
+                "messages": messages,
+            }
+        )
+        async with db.engine.connect() as conn:
+            from sqlalchemy import text as sql
+
+            n_items = (
+                await conn.execute(sql("SELECT count(*) FROM context_item WHERE tenant_id = :t"), {"t": tenant})
+            ).scalar_one()
+            n_entries = (
+                await conn.execute(sql("SELECT count(*) FROM profile_entry WHERE tenant_id = :t"), {"t": tenant})
+            ).scalar_one()
+
+        service_ms: list[float] = []
+        modes: dict[str, int] = {}
+        for i in range(args.calls + 50):
+            async with db.sessionmaker() as s:
+                t0 = time.perf_counter()
+                w = await build_window(WindowContext(s, principal, settings, tokenizer, Clock().now()), user, req)
+                dt = (time.perf_counter() - t0) * 1000
+                await s.rollback()
+            if i >= 50:
+                service_ms.append(dt)
+                modes[w.mode] = modes.get(w.mode, 0) + 1
+
+        raw = await asyncpg.connect(plain_url(url))
+        raw_ms: list[float] = []
+        for i in range(args.calls + 50):
+            t0 = time.perf_counter()
+            async with raw.transaction():
+                rows = await raw.fetch(ITEMS_SQL, tenant, user, "s-bench")
+                entries = await raw.fetch(ENTRIES_SQL, tenant, user)
+            dt = (time.perf_counter() - t0) * 1000
+            if i >= 50:
+                raw_ms.append(dt)
+        await raw.close()
+
+        print(
+            f"window: user with {n_items} items ({len(rows)} applicable) and {n_entries} profile entries, "
+            f"max_tokens {args.max_tokens}, {args.calls} calls, modes {modes}"
+        )
+        print(f"{'path':<34}{'p50 ms':>9}{'p99 ms':>9}{'mean ms':>9}")
+        print("-" * 61)
+        for name, vals in (("window service time", service_ms), ("raw asyncpg fetch of the same rows", raw_ms)):
+            print(f"{name:<34}{pct(vals, 50):9.2f}{pct(vals, 99):9.2f}{statistics.fmean(vals):9.2f}")
+        ratio = pct(service_ms, 50) / pct(raw_ms, 50)
+        print(f"ratio p50 service / raw fetch: {ratio:.2f}x (target ≤ 3x); targets p50 ≤ 5 ms, p99 ≤ 15 ms")
+        result: dict[str, Any] = {
+            "items": n_items,
+            "entries": n_entries,
+            "applicable_rows": len(rows) + len(entries),
+            "service_ms": {"p50": pct(service_ms, 50), "p99": pct(service_ms, 99)},
+            "raw_fetch_ms": {"p50": pct(raw_ms, 50), "p99": pct(raw_ms, 99)},
+            "ratio_p50": ratio,
+            "modes": modes,
+        }
+        if args.http:
+            result["http"] = await http_bench(url, tmp, key.secret, user, req, args)
+        out = Path(__file__).parent / "results" / "window.json"
+        out.parent.mkdir(exist_ok=True)
+        out.write_text(json.dumps(result, indent=2))
+        await db.dispose()
+        return 0
+    finally:
+        if server is not None:
+            server.cleanup()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+async def http_bench(
+    url: str, tmp: Path, secret: str, user: str, req: WindowRequest, args: argparse.Namespace
+) -> dict[str, Any]:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    env = {**os.environ, "CTXMEM_DATA_DIR": str(tmp / "srv"), "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "service.cli",
+            "serve",
+            "--port",
+            str(port),
+            "--database-url",
+            url,
+            "--host",
+            "127.0.0.1",
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(300):
+            try:
+                if httpx.get(base + "/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                await asyncio.sleep(0.1)
+        body = req.model_dump(mode="json", exclude_none=True)
+        latencies: list[float] = []
+        errors = 0
+        limits = httpx.Limits(max_connections=args.clients)
+        async with httpx.AsyncClient(base_url=base, limits=limits, timeout=30) as client:
+            headers = {"Authorization": f"Bearer {secret}"}
+
+            async def worker(n: int) -> None:
+                nonlocal errors
+                for _ in range(n):
+                    t0 = time.perf_counter()
+                    r = await client.post(f"/v1/users/{user}/window", json=body, headers=headers)
+                    latencies.append((time.perf_counter() - t0) * 1000)
+                    if r.status_code != 200:
+                        errors += 1
+
+            await asyncio.gather(*(worker(20) for _ in range(args.clients)))
+            t0 = time.perf_counter()
+            latencies.clear()
+            await asyncio.gather(*(worker(args.http_requests // args.clients) for _ in range(args.clients)))
+            wall = time.perf_counter() - t0
+        out = {
+            "clients": args.clients,
+            "requests": len(latencies),
+            "errors": errors,
+            "p50_ms": pct(latencies, 50),
+            "p99_ms": pct(latencies, 99),
+            "throughput_rps": len(latencies) / wall,
+        }
+        print(
+            f"HTTP, {args.clients} concurrent clients, {len(latencies)} requests: p50 {out['p50_ms']:.1f} ms, "
+            f"p99 {out['p99_ms']:.1f} ms, {out['throughput_rps']:.0f} req/s, errors {errors} (target p99 ≤ 25 ms)"
+        )
+        return out
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def cli() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--calls", type=int, default=2000)
+    p.add_argument("--items", type=int, default=1000)
+    p.add_argument("--entries", type=int, default=200)
+    p.add_argument("--max-tokens", type=int, default=4000)
+    p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--http", action="store_true", help="also measure over HTTP with concurrent clients")
+    p.add_argument("--clients", type=int, default=50)
+    p.add_argument("--http-requests", type=int, default=2000)
+    p.add_argument("--database-url", default=os.environ.get("CTXMEM_BENCH_DATABASE_URL", ""))
+    return asyncio.run(main(p.parse_args()))
+
+
+if __name__ == "__main__":
+    sys.exit(cli())
