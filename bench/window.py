@@ -183,7 +183,7 @@ async def main(args: argparse.Namespace) -> int:
                 await s.rollback()
             if i >= 50:
                 service_ms.append(dt)
-                modes[w.mode] = modes.get(w.mode, 0) + 1
+                modes[w["mode"]] = modes.get(w["mode"], 0) + 1
 
         raw = await asyncpg.connect(plain_url(url))
         raw_ms: list[float] = []

@@ -184,10 +184,12 @@ def assemble(
     def estimate() -> int:
         return state.total
 
-    steps = _steps(groups, units, state)
+    current_target = [budget]  # shared with the steps, so a round can be applied at once when it must
+    steps = _steps(groups, units, state, current_target)
 
     def give_way_until(target: int) -> bool:
         """Apply steps until the estimate fits ``target``; False if no step was left to apply."""
+        current_target[0] = target
         moved = False
         while estimate() > target:
             if next(steps, None) is None:
@@ -266,7 +268,7 @@ def _give_way_key(group: Sequence[Element]) -> tuple[Any, ...]:
     return (-rank, importance, min(e.id for e in group))
 
 
-def _steps(groups: list[list[Element]], units: Sequence[Unit], state: _State) -> Iterator[bool]:
+def _steps(groups: list[list[Element]], units: Sequence[Unit], state: _State, target: list[int]) -> Iterator[bool]:
     first = sorted((g for g in groups if all(e.section in GIVE_WAY_FIRST for e in g)), key=_give_way_key)
     later = sorted((g for g in groups if not all(e.section in GIVE_WAY_FIRST for e in g)), key=_give_way_key)
     droppable = sorted((i for i, u in enumerate(units) if u.droppable), key=lambda i: units[i].order)
@@ -277,27 +279,41 @@ def _steps(groups: list[list[Element]], units: Sequence[Unit], state: _State) ->
         state.stage = max(state.stage, 1)
         state.drop_unit(i, units[i])
         yield True
+    ordered = (*first, *later)
     for level in (1, 2, 3):
-        for g in (*first, *later):
-            if any(state.level[e.id] < level for e in g):
-                state.stage = max(state.stage, 2)
-                for e in g:
-                    state.set_level(e, level)
-                yield True
+        yield from _raise_all(ordered, level, 2, state, target)
     for i in exchanges:
         state.stage = max(state.stage, 3)
         state.drop_unit(i, units[i])
         yield True
-    for g in (*first, *later):
-        if any(state.level[e.id] < 4 for e in g):
-            state.stage = max(state.stage, 4)
-            for e in g:
-                state.set_level(e, 4)
-            yield True
+    yield from _raise_all(ordered, 4, 4, state, target)
     for g in (*first, *later):
         state.stage = 5
         for e in g:
             state.drop(e, f"dropped: over budget ({e.section}, lowest priority first)")
+        yield True
+
+
+def _raise_all(
+    groups: Sequence[list[Element]], level: int, stage: int, state: _State, target: list[int]
+) -> Iterator[bool]:
+    """Raise groups to ``level`` in give-way order, one step per group — or the whole round in one step
+    when even all of it would not reach the target (the common case under heavy pressure)."""
+    pending = [g for g in groups if any(state.level[e.id] < level for e in g)]
+    if not pending:
+        return
+    saving = sum(_line_tokens(e, state.level[e.id]) - _line_tokens(e, level) for g in pending for e in g)
+    if state.total - saving > target[0]:
+        state.stage = max(state.stage, stage)
+        for g in pending:
+            for e in g:
+                state.set_level(e, level)
+        yield True
+        return
+    for g in pending:
+        state.stage = max(state.stage, stage)
+        for e in g:
+            state.set_level(e, level)
         yield True
 
 

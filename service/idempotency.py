@@ -13,6 +13,7 @@ import hashlib
 from datetime import datetime
 from typing import Any
 
+import pydantic_core
 from fastapi import Request, Response
 from pydantic import BaseModel
 from sqlalchemy import select, update
@@ -36,7 +37,13 @@ class Idempotency:
         self.forget_user = False
 
     async def respond(self, model: BaseModel, status_code: int = 200) -> Response:
-        body = model.model_dump_json().encode()
+        return await self.respond_bytes(model.model_dump_json().encode(), status_code)
+
+    async def respond_data(self, data: Any, status_code: int = 200) -> Response:
+        """Plain data (dicts, lists, UUIDs, datetimes) serialised in one pass, for hot paths."""
+        return await self.respond_bytes(pydantic_core.to_json(data), status_code)
+
+    async def respond_bytes(self, body: bytes, status_code: int) -> Response:
         if self.key is not None:
             values: dict[str, Any] = {"status_code": status_code, "response_body": body}
             if self.forget_user:

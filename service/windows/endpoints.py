@@ -30,4 +30,4 @@ async def window(
 ) -> Response:
     ctx = WindowContext(session, principal, settings, tokenizer, clock.now())
     result = await service.build_window(ctx, user_id, body)
-    return await idem.respond(result, 200)
+    return await idem.respond_data(result, 200)

@@ -15,7 +15,7 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from schemas.items import ItemCreate
-from schemas.windows import Omitted, WindowItem, WindowRequest, WindowResponse, WindowSection, WindowTokens
+from schemas.windows import WindowRequest
 from scoring import history
 from scoring.compress import assemble_levels, derive_levels
 from scoring.conflicts import normalize_value
@@ -87,19 +87,19 @@ def budget_of(req: WindowRequest, settings: Settings) -> int:
 
 
 def _item_levels(row: Any, user_id: str, count: Callable[[str], int]) -> tuple[tuple[str, ...], tuple[int, ...]]:
-    if row.level_texts is not None and row.level_tokens is not None:
-        return (row.content, *row.level_texts), (row.token_cost, *row.level_tokens)
+    if row["level_texts"] is not None and row["level_tokens"] is not None:
+        return (row["content"], *row["level_texts"]), (row["token_cost"], *row["level_tokens"])
     derived = derive_levels(
-        item_id=str(row.id),
+        item_id=str(row["id"]),
         user_id=user_id,
-        item_type=row.type,
-        content=row.content,
-        key=row.key,
-        value=row.value,
-        variants=row.variants,
-        token_cost=row.token_cost,
+        item_type=row["type"],
+        content=row["content"],
+        key=row["key"],
+        value=row["value"],
+        variants=row["variants"],
+        token_cost=row["token_cost"],
     )
-    texts, tokens = assemble_levels(row.content, row.token_cost, derived, [count(t) for t in derived])
+    texts, tokens = assemble_levels(row["content"], row["token_cost"], derived, [count(t) for t in derived])
     return tuple(texts), tuple(tokens)
 
 
@@ -110,20 +110,20 @@ def _fixed(text: str, count: Callable[[str], int]) -> tuple[tuple[str, ...], tup
 
 def _section_of(row: Any) -> tuple[str, bool, str]:
     """(section, pinned, reason) of an item by type, status, authority and scope (DESIGN §3.6 steps 2-3)."""
-    t = row.type
+    t = row["type"]
     if t == "rule":
-        if row.authority == "system":
+        if row["authority"] == "system":
             return "rules", True, "pinned: system rule"
         return "rules", False, "rule"
     if t == "constraint":
-        return ("constraints", True, "pinned: hard constraint") if row.hard else ("constraints", False, "constraint")
+        return ("constraints", True, "pinned: hard constraint") if row["hard"] else ("constraints", False, "constraint")
     if t == "goal":
         return "goal", False, "goal"
     if t == "plan":
         return "plan", False, "plan"
-    if row.status == "missing":
+    if row["status"] == "missing":
         return "plan", False, "open question (status missing)"
-    if row.status == "verified":
+    if row["status"] == "verified":
         return "facts", True, "pinned: verified"
     if t == "decision":
         return "facts", True, "pinned: decision"
@@ -131,14 +131,14 @@ def _section_of(row: Any) -> tuple[str, bool, str]:
         return "tool_results", False, "fresh tool result"
     if t == "summary":
         return "summaries", False, "summary"
-    if row.scope in ("step", "stage"):
+    if row["scope"] in ("step", "stage"):
         return "evidence", False, "evidence for this step"
-    if row.authority in ("system", "user") and t in ("fact", "preference", "entity"):
+    if row["authority"] in ("system", "user") and t in ("fact", "preference", "entity"):
         return "facts", False, "user-stated"
     return "background", False, "background"
 
 
-async def build_window(ctx: WindowContext, user_id: str, req: WindowRequest) -> WindowResponse:
+async def build_window(ctx: WindowContext, user_id: str, req: WindowRequest) -> dict[str, Any]:
     principal, settings = ctx.principal, ctx.settings
     principal.require(Permission.ITEMS_READ)
     if req.archive_dropped:
@@ -164,21 +164,21 @@ async def build_window(ctx: WindowContext, user_id: str, req: WindowRequest) -> 
     entry_rows = await repository.window_entries(ctx.session, tenant_id=principal.tenant_id, user_id=user_id)
 
     warnings: list[str] = []
-    omitted: list[Omitted] = []
+    omitted: list[dict[str, str]] = []
     live = []
     for r in rows:
-        if r.expires_at is not None and r.expires_at <= ctx.now:
-            if r.type == "tool_result":
-                warnings.append(f"stale tool result {r.id} excluded (expired {r.expires_at.isoformat()})")
-                omitted.append(Omitted(id=str(r.id), reason="stale tool result (past expires_at)"))
+        if r["expires_at"] is not None and r["expires_at"] <= ctx.now:
+            if r["type"] == "tool_result":
+                warnings.append(f"stale tool result {r['id']} excluded (expired {r['expires_at'].isoformat()})")
+                omitted.append({"id": str(r["id"]), "reason": "stale tool result (past expires_at)"})
             continue
         live.append(r)
     scope_ctx = ScopeContext(session_id=req.session_id, task_id=req.task_id, stage_id=req.stage_id, step_id=req.step_id)
-    chosen = effective([Scoped(str(r.id), r.key, r.scope, r.scope_ref) for r in live], scope_ctx)
+    chosen = effective([Scoped(str(r["id"]), r["key"], r["scope"], r["scope_ref"]) for r in live], scope_ctx)
     overridden_by = {o: w for w, os in chosen.items() for o in os}
     for o, w in sorted(overridden_by.items()):
-        omitted.append(Omitted(id=o, reason=f"overridden inside this scope by {w}"))
-    live = [r for r in live if str(r.id) in chosen]
+        omitted.append({"id": o, "reason": f"overridden inside this scope by {w}"})
+    live = [r for r in live if str(r["id"]) in chosen]
 
     profile = effective_profile(
         [pure_entry(e) for e in entry_rows], session_id=req.session_id, domains=req.domains or None
@@ -197,42 +197,47 @@ async def build_window(ctx: WindowContext, user_id: str, req: WindowRequest) -> 
     if req.archive_dropped and dropped_idx:
         archived_id = await _archive(ctx, user_id, req, [raw_messages[i] for i in dropped_idx])
 
-    omitted += [Omitted(id=i, reason=r) for i, r in outcome.omitted]
-    state = hashlib.sha256()
+    omitted += [{"id": i, "reason": r} for i, r in outcome.omitted]
+    # Changes when any applicable item or profile entry is added, removed or updated.
+    mix = 0
     for r in rows:
-        state.update(f"{r.id}:{r.updated_at.isoformat()};".encode())
+        mix ^= r["id"].int
     for e in entry_rows:
-        state.update(f"{e['id']}:{e['updated_at'].isoformat()};".encode())
+        mix ^= e["id"].int
+    stamp = max((r["updated_at"] for r in (*rows, *entry_rows)), default=None)
+    state = hashlib.sha256(f"{len(rows)}:{len(entry_rows)}:{mix:x}:{stamp}".encode())
+    # Plain data, serialised once by the endpoint: the hot path skips model validation of ~1,000 items.
+    # Its shape is WindowResponse (tests validate responses against it).
     sections = [
-        WindowSection(
-            id=s.id,
-            title=s.title,
-            tokens=s.tokens,
-            items=[WindowItem(id=p.id, level=p.level, tokens=p.tokens, reason=p.reason) for p in s.items],
-        )
+        {
+            "id": s.id,
+            "title": s.title,
+            "tokens": s.tokens,
+            "items": [{"id": p.id, "level": p.level, "tokens": p.tokens, "reason": p.reason} for p in s.items],
+        }
         for s in outcome.sections
     ]
-    return WindowResponse(
-        mode=outcome.mode,  # type: ignore[arg-type]
-        text=outcome.text,
-        sections=sections,
-        messages=[raw_messages[i] for i in outcome.kept_messages],
-        omitted=omitted,
-        warnings=warnings,
-        tokens=WindowTokens(
-            budget=budget,
-            used=outcome.used,
-            pinned=outcome.pinned_tokens,
-            text=outcome.text_tokens,
-            messages=outcome.messages_tokens,
-            tools=tools_tokens,
-            sections={s.id: s.tokens for s in sections},
-        ),
-        prefix_tokens=outcome.prefix_tokens,
-        prefix_hash=outcome.prefix_hash,
-        state_version="sv1:" + state.hexdigest()[:24],
-        archived_item_id=archived_id,
-    )
+    return {
+        "mode": outcome.mode,
+        "text": outcome.text,
+        "sections": sections,
+        "messages": [raw_messages[i] for i in outcome.kept_messages],
+        "omitted": omitted,
+        "warnings": warnings,
+        "tokens": {
+            "budget": budget,
+            "used": outcome.used,
+            "pinned": outcome.pinned_tokens,
+            "text": outcome.text_tokens,
+            "messages": outcome.messages_tokens,
+            "tools": tools_tokens,
+            "sections": {s["id"]: s["tokens"] for s in sections},
+        },
+        "prefix_tokens": outcome.prefix_tokens,
+        "prefix_hash": outcome.prefix_hash,
+        "state_version": "sv1:" + state.hexdigest()[:24],
+        "archived_item_id": archived_id,
+    }
 
 
 def _elements(
@@ -257,24 +262,25 @@ def _elements(
     # The newest goal / plan item is pinned when the request brings none of its own.
     latest: dict[str, Any] = {}
     for r in rows:
-        if r.type in ("goal", "plan") and r.status != "missing":
-            latest[r.type] = r
-    pin_latest = {str(r.id) for t, r in latest.items() if getattr(req, t) is None}
+        if r["type"] in ("goal", "plan") and r["status"] != "missing":
+            latest[r["type"]] = r
+    pin_latest = {str(r["id"]) for t, r in latest.items() if getattr(req, t) is None}
 
-    query_terms = _terms(req.query or req.input)
+    query_terms = sorted(_terms(req.query or req.input))
     loose: list[tuple[Any, str, str]] = []
     for r in rows:
         section, pinned, reason = _section_of(r)
-        rid = str(r.id)
+        rid = str(r["id"])
         if rid in pin_latest:
-            pinned, reason = True, f"pinned: current {r.type}"
+            pinned, reason = True, f"pinned: current {r['type']}"
         if pinned:
-            add_fixed(rid, section, r.content, reason, order=(r.observed_at, rid))
+            add_fixed(rid, section, r["content"], reason, order=(r["observed_at"], rid))
         else:
             loose.append((r, section, reason))
 
+    longest_pinned = 2 * max((len(e.texts[0]) for e in out if e.pinned), default=0) + 16
     # Related items share a level: connected components over related_ids among the loose items.
-    loose_ids = {str(r.id) for r, _, _ in loose}
+    loose_ids = {str(r["id"]) for r, _, _ in loose}
     parent: dict[str, str] = {i: i for i in loose_ids}
 
     def find(x: str) -> str:
@@ -284,8 +290,8 @@ def _elements(
         return x
 
     for r, _, _ in loose:
-        for rel in r.related_ids or ():
-            a, b = find(str(r.id)), find(str(rel)) if str(rel) in loose_ids else None
+        for rel in r["related_ids"] or ():
+            a, b = find(str(r["id"])), find(str(rel)) if str(rel) in loose_ids else None
             if b is not None and a != b:
                 parent[max(a, b)] = min(a, b)
     sizes: dict[str, int] = {}
@@ -293,9 +299,13 @@ def _elements(
         sizes[find(i)] = sizes.get(find(i), 0) + 1
 
     for r, section, reason in loose:
-        rid = str(r.id)
+        rid = str(r["id"])
         texts, tokens = _item_levels(r, user_id, count)
-        relevance = len(query_terms & _terms(r.content)) if query_terms else 0
+        if query_terms:
+            lowered = r["content"].lower()
+            relevance = sum(1 for term in query_terms if term in lowered)
+        else:
+            relevance = 0
         root = find(rid)
         out.append(
             Element(
@@ -304,10 +314,12 @@ def _elements(
                 texts=texts,
                 tokens=tokens,
                 reason=reason,
-                importance=(AUTHORITY_RANK[r.authority], r.confidence, r.observed_at, relevance),
-                order=(r.observed_at, rid),
+                importance=(AUTHORITY_RANK[r["authority"]], r["confidence"], r["observed_at"], relevance),
+                order=(r["observed_at"], rid),
                 group=root if sizes[root] > 1 else None,
-                repeats=pinned_norm.get(normalize_value(None, r.content)),
+                repeats=pinned_norm.get(normalize_value(None, r["content"]))
+                if pinned_norm and len(r["content"]) <= longest_pinned
+                else None,
             )
         )
 
