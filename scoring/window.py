@@ -115,23 +115,28 @@ class _State:
     dropped_units: set[int] = field(default_factory=set)
     stage: int = 0  # highest pressure step applied
 
+    lines: dict[str, tuple[int, ...]] = field(default_factory=dict)  # line tokens per level, per element
+
     def show(self, e: Element) -> None:
         if self.visible.get(e.section, 0) == 0 and e.section not in self.fixed_sections:
             self.total += self.headers[e.section]
         self.visible[e.section] = self.visible.get(e.section, 0) + 1
-        self.total += _line_tokens(e, self.level[e.id])
+        line = self.lines[e.id] = tuple(_line_tokens(e, lvl) for lvl in range(5))
+        self.total += line[self.level[e.id]]
 
     def set_level(self, e: Element, level: int) -> None:
-        if e.id in self.dropped or level <= self.level[e.id]:
+        current = self.level[e.id]
+        if level <= current or e.id in self.dropped:
             return
-        self.total += _line_tokens(e, level) - _line_tokens(e, self.level[e.id])
+        line = self.lines[e.id]
+        self.total += line[level] - line[current]
         self.level[e.id] = level
 
     def drop(self, e: Element, reason: str) -> None:
         if e.id in self.dropped:
             return
         self.dropped[e.id] = reason
-        self.total -= _line_tokens(e, self.level[e.id])
+        self.total -= self.lines[e.id][self.level[e.id]]
         self.visible[e.section] -= 1
         if self.visible[e.section] == 0 and e.section not in self.fixed_sections:
             self.total -= self.headers[e.section]
@@ -299,10 +304,21 @@ def _raise_all(
 ) -> Iterator[bool]:
     """Raise groups to ``level`` in give-way order, one step per group — or the whole round in one step
     when even all of it would not reach the target (the common case under heavy pressure)."""
-    pending = [g for g in groups if any(state.level[e.id] < level for e in g)]
+    levels, lines = state.level, state.lines
+    pending = []
+    saving = 0
+    for g in groups:
+        moved = False
+        for e in g:
+            current = levels[e.id]
+            if current < level and e.id not in state.dropped:
+                line = lines[e.id]
+                saving += line[current] - line[level]
+                moved = True
+        if moved:
+            pending.append(g)
     if not pending:
         return
-    saving = sum(_line_tokens(e, state.level[e.id]) - _line_tokens(e, level) for g in pending for e in g)
     if state.total - saving > target[0]:
         state.stage = max(state.stage, stage)
         for g in pending:
