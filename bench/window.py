@@ -33,14 +33,15 @@ from schemas.profiles import ObservationCreate
 from schemas.windows import WindowRequest
 from service.auth.service import Principal, create_key
 from service.clock import Clock
+from service.context import RequestContext
 from service.db import migrate
 from service.db.embedded import ensure_database, start_embedded
 from service.db.engine import create_database, plain_url, session_scope
-from service.items.service import ItemContext, create_items
-from service.profiles.service import ProfileContext, add_observations
+from service.items.service import create_items
+from service.profiles.service import add_observations
 from service.settings import Settings
 from service.tokenizer import build_tokenizer
-from service.windows.service import WindowContext, build_window
+from service.windows.service import build_window
 
 WORDS = [
     *["cache", "latency", "budget", "team", "postgres", "redis", "memcached", "cluster"],
@@ -139,11 +140,11 @@ async def main(args: argparse.Namespace) -> int:
         items = make_items(rnd, args.items)
         for start in range(0, len(items), 1000):
             async with session_scope(db) as s:
-                ctx = ItemContext(s, principal, settings, tokenizer, Clock().now())
+                ctx = RequestContext(s, principal, settings, tokenizer, Clock().now())
                 await create_items(ctx, user, items[start : start + 1000], batch=True)
         async with session_scope(db) as s:
             await add_observations(
-                ProfileContext(s, principal, settings, Clock().now()),
+                RequestContext(s, principal, settings, tokenizer, Clock().now()),
                 user,
                 make_observations(rnd, args.entries),
                 batch=True,
@@ -178,7 +179,7 @@ async def main(args: argparse.Namespace) -> int:
         for i in range(args.calls + 50):
             async with db.sessionmaker() as s:
                 t0 = time.perf_counter()
-                w = await build_window(WindowContext(s, principal, settings, tokenizer, Clock().now()), user, req)
+                w = await build_window(RequestContext(s, principal, settings, tokenizer, Clock().now()), user, req)
                 dt = (time.perf_counter() - t0) * 1000
                 await s.rollback()
             if i >= 50:

@@ -12,6 +12,7 @@ from schemas.common import ID_PATTERN
 from service import idempotency
 from service.auth.service import Principal, authenticate
 from service.clock import Clock
+from service.context import RequestContext
 from service.db.engine import Database
 from service.settings import Settings
 from service.tokenizer import Tokenizer
@@ -85,3 +86,12 @@ async def get_idempotency(
 IdempotencyDep = Annotated[idempotency.Idempotency, Depends(get_idempotency)]
 
 UserIdPath = Annotated[str, Path(min_length=1, max_length=128, pattern=ID_PATTERN, description="Client-chosen user id")]
+
+
+async def get_context(
+    session: SessionDep, principal: PrincipalDep, settings: SettingsDep, tokenizer: TokenizerDep, clock: ClockDep
+) -> RequestContext:
+    return RequestContext(session, principal, settings, tokenizer, clock.now())
+
+
+ContextDep = Annotated[RequestContext, Depends(get_context)]

@@ -9,20 +9,6 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-ItemTypeName = Literal[
-    "rule",
-    "goal",
-    "constraint",
-    "preference",
-    "fact",
-    "decision",
-    "entity",
-    "plan",
-    "tool_result",
-    "summary",
-    "episode",
-]
-
 # Default lifetimes (seconds). A tool result describes the world at one moment and goes stale within
 # minutes; a step/stage is over within hours; preferences, rules and facts have no built-in end.
 DEFAULT_TYPE_TTL: dict[str, int] = {"tool_result": 30 * 60}

@@ -18,17 +18,9 @@ from schemas.items import (
     ItemType,
     Scope,
 )
-from service.deps import (
-    ClockDep,
-    IdempotencyDep,
-    PrincipalDep,
-    SessionDep,
-    SettingsDep,
-    TokenizerDep,
-    UserIdPath,
-)
+from service.deps import ClockDep, ContextDep, IdempotencyDep, PrincipalDep, SessionDep, UserIdPath
 from service.items import service
-from service.items.service import ItemContext, ItemQuery
+from service.items.service import ItemQuery
 
 ERRORS: dict[int | str, dict[str, object]] = {
     code: {"model": Problem, "content": {"application/problem+json": {}}} for code in (401, 403, 404, 409, 413, 422)
@@ -41,14 +33,9 @@ router = APIRouter(prefix="/v1/users/{user_id}/items", tags=["items"], responses
 async def create_item(
     user_id: UserIdPath,
     body: ItemCreate,
-    session: SessionDep,
-    principal: PrincipalDep,
-    settings: SettingsDep,
-    tokenizer: TokenizerDep,
-    clock: ClockDep,
+    ctx: ContextDep,
     idem: IdempotencyDep,
 ) -> Response:
-    ctx = ItemContext(session, principal, settings, tokenizer, clock.now())
     (item,) = await service.create_items(ctx, user_id, [body], batch=False)
     return await idem.respond(item, 201)
 
@@ -57,14 +44,9 @@ async def create_item(
 async def create_batch(
     user_id: UserIdPath,
     body: ItemBatchCreate,
-    session: SessionDep,
-    principal: PrincipalDep,
-    settings: SettingsDep,
-    tokenizer: TokenizerDep,
-    clock: ClockDep,
+    ctx: ContextDep,
     idem: IdempotencyDep,
 ) -> Response:
-    ctx = ItemContext(session, principal, settings, tokenizer, clock.now())
     items = await service.create_items(ctx, user_id, body.items, batch=True)
     return await idem.respond(ItemBatchResult(items=items), 201)
 
@@ -72,10 +54,7 @@ async def create_batch(
 @router.get("", response_model=ItemPage, summary="List a user's items")
 async def list_items(
     user_id: UserIdPath,
-    session: SessionDep,
-    principal: PrincipalDep,
-    settings: SettingsDep,
-    clock: ClockDep,
+    ctx: ContextDep,
     type: Annotated[list[ItemType] | None, Query()] = None,
     scope: Annotated[list[Scope] | None, Query()] = None,
     status: Annotated[
@@ -119,7 +98,7 @@ async def list_items(
         limit=limit,
         cursor=cursor,
     )
-    return await service.list_items(session, principal, settings, user_id, query, clock.now())
+    return await service.list_items(ctx.session, ctx.principal, ctx.settings, user_id, query, ctx.now)
 
 
 @router.get("/{item_id}", response_model=ItemRead, summary="Read one item, whatever its status")

@@ -15,6 +15,7 @@ from scoring.compress import assemble_levels, derive_levels
 from scoring.items import SCOPE_ID_FIELD, authority_for_source, default_confidence, default_expires_at
 from scoring.scopes import ScopeContext, Scoped, effective, scope_ref
 from service.auth.service import Permission, Principal
+from service.context import RequestContext
 from service.errors import (
     BatchItemInvalid,
     Forbidden,
@@ -40,17 +41,6 @@ class BatchTooLarge(PayloadTooLarge):
     slug, title = "batch-too-large", "Too many items in one batch"
 
 
-@dataclass(frozen=True)
-class ItemContext:
-    """Everything an item write needs besides the items themselves."""
-
-    session: AsyncSession
-    principal: Principal
-    settings: Settings
-    tokenizer: Tokenizer
-    now: datetime
-
-
 def _fail(message: str, index: int | None) -> ValidationFailed:
     if index is None:
         return ValidationFailed(message)
@@ -69,7 +59,9 @@ def _event_snapshot(row: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-async def create_items(ctx: ItemContext, user_id: str, items: Sequence[ItemCreate], *, batch: bool) -> list[ItemRead]:
+async def create_items(
+    ctx: RequestContext, user_id: str, items: Sequence[ItemCreate], *, batch: bool
+) -> list[ItemRead]:
     """Validate what the schema cannot, fill server-side defaults, insert items and events at once.
     In a batch the first bad item rejects the whole batch, naming its index."""
     principal, settings, now = ctx.principal, ctx.settings, ctx.now

@@ -18,10 +18,9 @@ from schemas.profiles import (
     ProfileRead,
     Tier,
 )
-from service.deps import ClockDep, IdempotencyDep, PrincipalDep, SessionDep, SettingsDep, UserIdPath
+from service.deps import ContextDep, IdempotencyDep, PrincipalDep, SessionDep, UserIdPath
 from service.items.endpoints import ERRORS
 from service.profiles import service
-from service.profiles.service import ProfileContext
 
 router = APIRouter(prefix="/v1/users/{user_id}", tags=["profiles"], responses=ERRORS)
 
@@ -30,13 +29,9 @@ router = APIRouter(prefix="/v1/users/{user_id}", tags=["profiles"], responses=ER
 async def add_observation(
     user_id: UserIdPath,
     body: ObservationCreate,
-    session: SessionDep,
-    principal: PrincipalDep,
-    settings: SettingsDep,
-    clock: ClockDep,
+    ctx: ContextDep,
     idem: IdempotencyDep,
 ) -> Response:
-    ctx = ProfileContext(session, principal, settings, clock.now())
     (entry,) = await service.add_observations(ctx, user_id, [body], batch=False)
     return await idem.respond(entry, 201)
 
@@ -50,13 +45,9 @@ async def add_observation(
 async def add_observations(
     user_id: UserIdPath,
     body: ObservationBatchCreate,
-    session: SessionDep,
-    principal: PrincipalDep,
-    settings: SettingsDep,
-    clock: ClockDep,
+    ctx: ContextDep,
     idem: IdempotencyDep,
 ) -> Response:
-    ctx = ProfileContext(session, principal, settings, clock.now())
     entries = await service.add_observations(ctx, user_id, body.observations, batch=True)
     return await idem.respond(ProfileEntryBatch(items=entries), 201)
 
@@ -92,14 +83,10 @@ async def get_entry(
 async def confirm_entry(
     user_id: UserIdPath,
     entry_id: uuid.UUID,
-    session: SessionDep,
-    principal: PrincipalDep,
-    settings: SettingsDep,
-    clock: ClockDep,
+    ctx: ContextDep,
     idem: IdempotencyDep,
     body: ConfirmBody | None = None,
 ) -> Response:
-    ctx = ProfileContext(session, principal, settings, clock.now())
     entry = await service.confirm_or_reject(ctx, user_id, entry_id, body or ConfirmBody(), confirm=True)
     return await idem.respond(entry, 200)
 
@@ -112,13 +99,9 @@ async def confirm_entry(
 async def reject_entry(
     user_id: UserIdPath,
     entry_id: uuid.UUID,
-    session: SessionDep,
-    principal: PrincipalDep,
-    settings: SettingsDep,
-    clock: ClockDep,
+    ctx: ContextDep,
     idem: IdempotencyDep,
     body: ConfirmBody | None = None,
 ) -> Response:
-    ctx = ProfileContext(session, principal, settings, clock.now())
     entry = await service.confirm_or_reject(ctx, user_id, entry_id, body or ConfirmBody(), confirm=False)
     return await idem.respond(entry, 200)

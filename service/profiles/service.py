@@ -6,8 +6,7 @@ from __future__ import annotations
 import uuid
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -27,6 +26,7 @@ from schemas.users import EventRead
 from scoring.fourc import Evidence, FourCWeights, score_4c
 from scoring.profile import EntryState, ProfileEntry, effective_profile, transition
 from service.auth.service import Permission, Principal
+from service.context import RequestContext
 from service.errors import BatchItemInvalid, NotFound, ValidationFailed
 from service.events import record_events
 from service.ids import uuid7
@@ -40,14 +40,6 @@ MAX_CLOCK_SKEW = timedelta(minutes=5)
 
 class EntryNotFound(NotFound):
     slug, title = "entry-not-found", "No such profile entry"
-
-
-@dataclass(frozen=True)
-class ProfileContext:
-    session: AsyncSession
-    principal: Principal
-    settings: Settings
-    now: datetime
 
 
 def weights(settings: Settings) -> FourCWeights:
@@ -72,7 +64,7 @@ def to_evidence(o: Mapping[str, Any]) -> Evidence:
 
 
 def _event(
-    ctx: ProfileContext, user_id: str, action: str, entity_type: str, entity_id: Any, **extra: Any
+    ctx: RequestContext, user_id: str, action: str, entity_type: str, entity_id: Any, **extra: Any
 ) -> dict[str, Any]:
     return {
         "tenant_id": ctx.principal.tenant_id,
@@ -88,7 +80,7 @@ def _event(
 
 
 async def add_observations(
-    ctx: ProfileContext,
+    ctx: RequestContext,
     user_id: str,
     observations: Sequence[ObservationCreate],
     *,
@@ -354,7 +346,7 @@ async def get_evidence(session: AsyncSession, principal: Principal, user_id: str
 
 
 async def confirm_or_reject(
-    ctx: ProfileContext, user_id: str, entry_id: uuid.UUID, body: ConfirmBody, *, confirm: bool
+    ctx: RequestContext, user_id: str, entry_id: uuid.UUID, body: ConfirmBody, *, confirm: bool
 ) -> ProfileEntryRead:
     """Record the user's yes/no as an explicit confirmation observation on the entry."""
     ctx.principal.require(Permission.PROFILE_CONFIRM)

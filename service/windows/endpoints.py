@@ -5,10 +5,9 @@ from __future__ import annotations
 from fastapi import APIRouter, Response
 
 from schemas.windows import WindowRequest, WindowResponse
-from service.deps import ClockDep, IdempotencyDep, PrincipalDep, SessionDep, SettingsDep, TokenizerDep, UserIdPath
+from service.deps import ContextDep, IdempotencyDep, UserIdPath
 from service.items.endpoints import ERRORS
 from service.windows import service
-from service.windows.service import WindowContext
 
 router = APIRouter(prefix="/v1/users/{user_id}", tags=["window"], responses=ERRORS)
 
@@ -21,13 +20,8 @@ router = APIRouter(prefix="/v1/users/{user_id}", tags=["window"], responses=ERRO
 async def window(
     user_id: UserIdPath,
     body: WindowRequest,
-    session: SessionDep,
-    principal: PrincipalDep,
-    settings: SettingsDep,
-    tokenizer: TokenizerDep,
-    clock: ClockDep,
+    ctx: ContextDep,
     idem: IdempotencyDep,
 ) -> Response:
-    ctx = WindowContext(session, principal, settings, tokenizer, clock.now())
     result = await service.build_window(ctx, user_id, body)
     return await idem.respond_data(result, 200)

@@ -7,12 +7,8 @@ import hashlib
 import json
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from datetime import datetime
 from functools import lru_cache
 from typing import Any
-
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from schemas.items import ItemCreate
 from schemas.windows import WindowRequest
@@ -24,9 +20,10 @@ from scoring.profile import EffectiveProfile, effective_profile
 from scoring.scopes import ScopeContext, Scoped, effective
 from scoring.window import BudgetTooSmall as TooSmall
 from scoring.window import Element, assemble
-from service.auth.service import Permission, Principal
+from service.auth.service import Permission
+from service.context import RequestContext
 from service.errors import ServiceError, ValidationFailed
-from service.items.service import ItemContext, create_items
+from service.items.service import create_items
 from service.profiles.service import _pure as pure_entry
 from service.settings import Settings
 from service.tokenizer import Tokenizer
@@ -39,15 +36,6 @@ class BudgetTooSmallError(ServiceError):
 
 class HistoryInvalid(ValidationFailed):
     slug, title = "history-invalid", "The messages are not a well-formed chat history"
-
-
-@dataclass(frozen=True)
-class WindowContext:
-    session: AsyncSession
-    principal: Principal
-    settings: Settings
-    tokenizer: Tokenizer
-    now: datetime
 
 
 _WORD = re.compile(r"[a-z0-9]{3,}|[\u3040-\u30ff\u3400-\u9fff]")
@@ -138,7 +126,7 @@ def _section_of(row: Any) -> tuple[str, bool, str]:
     return "background", False, "background"
 
 
-async def build_window(ctx: WindowContext, user_id: str, req: WindowRequest) -> dict[str, Any]:
+async def build_window(ctx: RequestContext, user_id: str, req: WindowRequest) -> dict[str, Any]:
     principal, settings = ctx.principal, ctx.settings
     principal.require(Permission.ITEMS_READ)
     if req.archive_dropped:
@@ -389,7 +377,7 @@ def _transcript(messages: Sequence[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-async def _archive(ctx: WindowContext, user_id: str, req: WindowRequest, dropped: Sequence[dict[str, Any]]) -> Any:
+async def _archive(ctx: RequestContext, user_id: str, req: WindowRequest, dropped: Sequence[dict[str, Any]]) -> Any:
     """Keep the history the window dropped as one episode item, so it can be recalled later."""
     text = _transcript(dropped)
     if len(text) > ctx.settings.max_content_chars:
@@ -402,7 +390,5 @@ async def _archive(ctx: WindowContext, user_id: str, req: WindowRequest, dropped
         session_id=req.session_id,
         task_id=req.task_id,
     )
-    (stored,) = await create_items(
-        ItemContext(ctx.session, ctx.principal, ctx.settings, ctx.tokenizer, ctx.now), user_id, [item], batch=False
-    )
+    (stored,) = await create_items(ctx, user_id, [item], batch=False)
     return stored.id
