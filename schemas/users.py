@@ -19,6 +19,7 @@ class EventRead(ReadModel):
     entity_id: str | None
     reason: str | None
     rule: str | None
+    run_id: uuid.UUID | None = None
     before: Any
     after: Any
     created_at: datetime

@@ -10,6 +10,7 @@ from fastapi import FastAPI
 from prometheus_client import CollectorRegistry
 from prometheus_fastapi_instrumentator import Instrumentator
 
+from jobs.endpoints import router as jobs_router
 from service.clock import Clock
 from service.db import migrate
 from service.db.embedded import resolve_database_url
@@ -76,6 +77,7 @@ def create_app(
     app.include_router(timeline_router)
     app.include_router(users_router)
     app.include_router(windows_router)
+    app.include_router(jobs_router)
     registry = CollectorRegistry(auto_describe=True)
     Instrumentator(
         registry=registry,

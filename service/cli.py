@@ -188,6 +188,102 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return asyncio.run(_with_db(settings, work, migrate_first=settings.auto_migrate))
 
 
+class ProgressBar:
+    """A one-line progress bar on a terminal (stderr); silent when stderr is not a terminal."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.enabled = sys.stderr.isatty()
+
+    def __call__(self, kind: str, done: int, total: int) -> None:
+        if not self.enabled:
+            return
+        width = 30
+        share = min(1.0, done / total) if total else 1.0
+        bar = "#" * int(share * width) + "-" * (width - int(share * width))
+        sys.stderr.write(f"\r{self.name} {kind:<22} [{bar}] {done}/{total or '?'}")
+        sys.stderr.flush()
+
+    def close(self) -> None:
+        if self.enabled:
+            sys.stderr.write("\n")
+
+
+def cmd_jobs_run(args: argparse.Namespace) -> int:
+    from datetime import datetime
+
+    from jobs.runner import run_job
+    from service.clock import Clock, FixedClock
+
+    settings = _settings(args)
+    clock: Clock = Clock()
+    if args.now:
+        try:
+            at = datetime.fromisoformat(args.now.replace("Z", "+00:00"))
+            clock = FixedClock(at)
+        except ValueError:
+            print(
+                f"error: --now must be an ISO 8601 time with a zone, e.g. 2027-03-01T00:00:00Z (got {args.now!r})",
+                file=sys.stderr,
+            )
+            return 2
+
+    async def work(db: Any) -> int:
+        bar = ProgressBar(args.name)
+        try:
+            result = await run_job(
+                args.name, db=db, settings=settings, clock=clock, tenant_id=args.tenant, trigger="cli", progress=bar
+            )
+        finally:
+            bar.close()
+        rows = ", ".join(f"{k}={v}" for k, v in result.rows.items()) or "no changes"
+        scope = f"tenant {args.tenant}" if args.tenant else "all tenants"
+        if result.status == "skipped":
+            print(f"{args.name}: skipped ({result.reason})")
+            return 3
+        print(f"{args.name} {result.status} as of {result.as_of.isoformat()} ({scope}), run {result.run_id}: {rows}")
+        if result.error:
+            print(f"error: {result.error}", file=sys.stderr)
+        return 0 if result.status == "succeeded" else 1
+
+    return asyncio.run(_with_db(settings, work, migrate_first=settings.auto_migrate))
+
+
+def cmd_jobs_runs(args: argparse.Namespace) -> int:
+    from jobs import repository
+    from service.db.engine import session_scope
+
+    settings = _settings(args)
+
+    async def work(db: Any) -> int:
+        async with session_scope(db) as session:
+            rows = await repository.list_runs(session, tenant_id=None, name=args.name, limit=args.limit)
+        for r in rows:
+            changed = ", ".join(f"{k}={v}" for k, v in (r["rows"] or {}).items())
+            print(
+                f"{r['id']}  {r['name']:<8} {r['status']:<11} as of {r['as_of'].isoformat()}  "
+                f"{r['trigger']:<9} {r['tenant_id'] or 'all'}  {changed}"
+            )
+        return 0
+
+    return asyncio.run(_with_db(settings, work, migrate_first=settings.auto_migrate))
+
+
+def cmd_scheduler(args: argparse.Namespace) -> int:
+    import logging
+
+    from jobs.scheduler import run_scheduler
+
+    settings = _settings(args)
+    logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(name)s %(message)s")
+
+    async def work(db: Any) -> int:
+        await run_scheduler(db, settings)
+        return 0
+
+    return asyncio.run(_with_db(settings, work, migrate_first=settings.auto_migrate))
+
+
 def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--data-dir", type=Path, help="data directory (CTXMEM_DATA_DIR, default ./.ctxmem)")
@@ -218,6 +314,21 @@ def build_parser() -> argparse.ArgumentParser:
     rev.add_argument("--tenant", required=True)
     rev.add_argument("--id", required=True)
     rev.set_defaults(func=cmd_keys_revoke)
+    jobs = sub.add_parser("jobs", help="scheduled jobs: run one now, list runs")
+    jobs_sub = jobs.add_subparsers(dest="jobs_command", required=True)
+    jrun = jobs_sub.add_parser("run", parents=[common], help="run a job now (once across replicas)")
+    jrun.add_argument("name", choices=("expire", "promote", "decay", "purge"))
+    jrun.add_argument("--now", help="run as of this ISO 8601 time, e.g. 2027-03-01T00:00:00Z")
+    jrun.add_argument("--tenant", help="only this tenant (default: all)")
+    jrun.set_defaults(func=cmd_jobs_run)
+    jruns = jobs_sub.add_parser("runs", parents=[common], help="list recent job runs")
+    jruns.add_argument("--name", choices=("expire", "promote", "decay", "purge"))
+    jruns.add_argument("--limit", type=int, default=20)
+    jruns.set_defaults(func=cmd_jobs_runs)
+
+    sched = sub.add_parser("scheduler", parents=[common], help="run the job scheduler (any number of replicas)")
+    sched.set_defaults(func=cmd_scheduler)
+
     demo = sub.add_parser("demo", parents=[common], help="run a scripted multi-turn session and show each window")
     demo.add_argument("--turns", type=int, default=16)
     demo.add_argument("--budget", type=int, default=1000, help="max_tokens of every window")

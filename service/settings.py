@@ -86,6 +86,27 @@ class Settings(BaseSettings):
     # Independent sessions needed before an entry becomes a candidate.
     candidate_min_sessions: int = Field(2, ge=2)
 
+    # Scheduled jobs (DESIGN §3.5). Schedules: "interval:<seconds>" or "cron:<5-field crontab, UTC>".
+    job_schedules: dict[str, str] = Field(
+        default_factory=lambda: {
+            "expire": "interval:300",
+            "promote": "interval:3600",
+            "decay": "cron:15 3 * * *",
+            "purge": "cron:45 3 * * *",
+        }
+    )
+    # Rows per transaction: a crashed run leaves whole batches behind, and a rerun picks up the rest.
+    job_batch_size: int = Field(5_000, ge=1, le=1_000_000)
+    # Silence (days without supporting evidence) before an entry decays one level. Overrides by domain,
+    # by dimension, or both as "domain.dimension" (most specific wins).
+    decay_days: int = Field(90, ge=1)
+    decay_days_overrides: dict[str, int] = Field(default_factory=dict)
+    # Each decay step multiplies the entry's score by this.
+    decay_score_factor: float = Field(0.5, ge=0, le=1)
+    # Retention: tombstoned items are hard-deleted after this many days; job runs are kept this long.
+    purge_deleted_after_days: int = Field(30, ge=0)
+    job_run_retention_days: int = Field(90, ge=1)
+
     # Windows (DESIGN §3.6): with context_limit, the budget is min(limit - reserve, watermark x limit).
     window_watermark: float = Field(0.6, gt=0, le=1)
 
@@ -105,6 +126,23 @@ class Settings(BaseSettings):
         for name, seconds in value.items():
             if seconds <= 0:
                 raise ValueError(f"TTL for {name!r} must be a positive number of seconds")
+        return value
+
+    @field_validator("job_schedules")
+    @classmethod
+    def _schedules(cls, value: dict[str, str]) -> dict[str, str]:
+        for name, spec in value.items():
+            if name not in ("expire", "promote", "decay", "purge"):
+                raise ValueError(f"unknown job {name!r} in job_schedules")
+            kind, _, arg = spec.partition(":")
+            if kind == "interval":
+                if not arg.isdigit() or int(arg) < 1:
+                    raise ValueError(f"{name}: interval needs whole seconds ≥ 1, e.g. interval:300")
+            elif kind == "cron":
+                if len(arg.split()) != 5:
+                    raise ValueError(f"{name}: cron needs 5 fields, e.g. cron:15 3 * * *")
+            elif spec != "off":
+                raise ValueError(f"{name}: schedule must be interval:<s>, cron:<expr> or off")
         return value
 
     @model_validator(mode="after")

@@ -32,6 +32,7 @@ class Permission(StrEnum):
     PROFILE_WRITE = "profile:write"
     PROFILE_CONFIRM = "profile:confirm"
     EVIDENCE_READ = "evidence:read"
+    JOBS_RUN = "jobs:run"
 
 
 # agent: items, observations, windows. operator: reads everything in its tenant. admin: everything,

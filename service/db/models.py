@@ -112,6 +112,13 @@ class ContextItem(SQLModel, table=True):
         sa.Index("ix_context_item_window", "tenant_id", "user_id", "status", "scope"),
         # Listing and cursor pagination for one user.
         sa.Index("ix_context_item_user_id_order", "tenant_id", "user_id", "id"),
+        # Expiry sweeps and the retention purge (scheduled jobs).
+        sa.Index(
+            "ix_context_item_expiry",
+            "expires_at",
+            postgresql_where=sa.text("expires_at IS NOT NULL AND status IN ('available', 'verified', 'missing')"),
+        ),
+        sa.Index("ix_context_item_deleted", "deleted_at", postgresql_where=sa.text("status = 'deleted'")),
         # Conflict slots: (tenant, user, key, scope instance); history of a slot in id order.
         sa.Index(
             "ix_context_item_slot",
@@ -205,6 +212,8 @@ class Event(SQLModel, table=True):
     # The rule that decided a resolution (authority, recency, confidence, id, correction, reinforcement,
     # scope-override, expiry); null for plain writes.
     rule: str | None = Field(default=None, sa_column=sa.Column(sa.Text, nullable=True))
+    # The job run that made this change (scheduled jobs), else null.
+    run_id: uuid.UUID | None = Field(default=None, sa_column=sa.Column(pg.UUID(as_uuid=True), nullable=True))
     before: Any = Field(default=None, sa_column=sa.Column(pg.JSONB(none_as_null=True), nullable=True))
     after: Any = Field(default=None, sa_column=sa.Column(pg.JSONB(none_as_null=True), nullable=True))
     created_at: datetime = _ts()
@@ -284,6 +293,8 @@ class ProfileEntry(SQLModel, table=True):
     last_evidence_at: datetime = _ts()
     # Last *supporting* evidence: what decay measures silence from.
     last_supported_at: datetime | None = _ts(nullable=True)
+    # When the decay job last took this entry one level down: the next step needs another silent period.
+    decayed_at: datetime | None = _ts(nullable=True)
     expires_at: datetime | None = _ts(nullable=True)
     created_at: datetime = _ts()
     updated_at: datetime = _ts()
@@ -318,3 +329,30 @@ class Observation(SQLModel, table=True):
     note: str | None = Field(default=None, sa_column=sa.Column(sa.Text, nullable=True))
     weight: float = Field(sa_column=sa.Column(sa.Float, nullable=False))
     created_at: datetime = _ts()
+
+
+JOB_STATUSES = ("running", "succeeded", "failed", "interrupted")
+
+
+class JobRun(SQLModel, table=True):
+    """One run of a scheduled job: what it did, as of when, and how it ended."""
+
+    __tablename__ = "job_run"
+    __table_args__ = (
+        sa.CheckConstraint(_in("status", JOB_STATUSES), name="status"),
+        sa.Index("ix_job_run_name_started", "name", "started_at"),
+        # A scheduler tick runs once across replicas: the second replica's insert for the same tick conflicts.
+        sa.Index("uq_job_run_tick", "name", "tick", unique=True, postgresql_where=sa.text("tick IS NOT NULL")),
+    )
+
+    id: uuid.UUID = Field(sa_column=sa.Column(pg.UUID(as_uuid=True), primary_key=True))
+    name: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
+    tenant_id: str | None = Field(default=None, sa_column=sa.Column(sa.Text, nullable=True))
+    trigger: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
+    tick: datetime | None = _ts(nullable=True)
+    as_of: datetime = _ts()
+    started_at: datetime = _ts()
+    finished_at: datetime | None = _ts(nullable=True)
+    status: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
+    rows: Any = Field(sa_column=sa.Column(pg.JSONB, nullable=False))
+    error: str | None = Field(default=None, sa_column=sa.Column(sa.Text, nullable=True))

@@ -1,0 +1,334 @@
+"""Set-based SQL of the scheduled jobs. Each function changes at most one batch of rows in the caller's
+transaction, writes one event per change (with the run id and the rule), and returns what it did.
+No Python loop over rows: the database does the work, a batch at a time."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncSession
+
+# "Everything" when the run is global (scheduler, CLI); one tenant when an admin runs it over the API.
+_TENANT = "(CAST(:tenant AS text) IS NULL OR {t}.tenant_id = CAST(:tenant AS text))"
+_ACTIVE_ITEM = "status IN ('available', 'verified', 'missing')"
+
+_EVENT_COLUMNS = (
+    "id, tenant_id, user_id, actor, actor_role, action, entity_type, entity_id, reason, rule, before, after,"
+    " created_at, run_id"
+)
+
+
+async def _scalar(session: AsyncSession, sql: str, params: Mapping[str, Any]) -> Any:
+    return (await session.execute(text(sql), dict(params))).scalar_one()
+
+
+# --- expire -------------------------------------------------------------------------------------------
+
+EXPIRE_ITEMS = f"""
+WITH picked AS (
+    SELECT i.id, i.status FROM context_item i
+    WHERE i.{_ACTIVE_ITEM} AND i.expires_at <= :now AND {_TENANT.format(t="i")}
+    ORDER BY i.id LIMIT :batch FOR UPDATE SKIP LOCKED
+), changed AS (
+    UPDATE context_item c SET status = 'expired', status_reason = 'expired: past expires_at', updated_at = :now
+    FROM picked WHERE c.id = picked.id
+    RETURNING c.id, c.tenant_id, c.user_id, c.expires_at, picked.status AS before
+), ev AS (
+    INSERT INTO event ({_EVENT_COLUMNS})
+    SELECT ctxmem_uuid7(), tenant_id, user_id, :actor, 'system', 'item.expired', 'context_item', id::text,
+           'past expires_at ' || expires_at::text, 'expiry', jsonb_build_object('status', before),
+           jsonb_build_object('status', 'expired', 'run_id', CAST(:run AS text)), :now, CAST(:run AS uuid)
+    FROM changed
+)
+SELECT count(*) FROM changed
+"""
+
+EXPIRE_ENTRIES = f"""
+WITH picked AS (
+    SELECT e.id, e.status FROM profile_entry e
+    WHERE e.status <> 'expired' AND e.expires_at <= :now AND {_TENANT.format(t="e")}
+    ORDER BY e.id LIMIT :batch FOR UPDATE SKIP LOCKED
+), changed AS (
+    UPDATE profile_entry p SET status = 'expired', updated_at = :now
+    FROM picked WHERE p.id = picked.id
+    RETURNING p.id, p.tenant_id, p.user_id, p.tier, picked.status AS before
+), ev AS (
+    INSERT INTO event ({_EVENT_COLUMNS})
+    SELECT ctxmem_uuid7(), tenant_id, user_id, :actor, 'system', 'profile.changed', 'profile_entry', id::text,
+           'past expires_at', 'expiry', jsonb_build_object('tier', tier, 'status', before),
+           jsonb_build_object('tier', tier, 'status', 'expired', 'run_id', CAST(:run AS text)), :now, CAST(:run AS uuid)
+    FROM changed
+)
+SELECT count(*) FROM changed
+"""
+
+COUNT_EXPIRE = f"""
+SELECT (SELECT count(*) FROM context_item i WHERE i.{_ACTIVE_ITEM} AND i.expires_at <= :now AND {_TENANT.format(t="i")})
+     + (SELECT count(*) FROM profile_entry e WHERE e.status <> 'expired' AND e.expires_at <= :now
+        AND {_TENANT.format(t="e")})
+"""
+
+
+# --- decay --------------------------------------------------------------------------------------------
+
+# The silence an entry is allowed: "domain.dimension", then "domain", then "dimension", then the default.
+_PERIOD = """make_interval(days => COALESCE(
+    (CAST(:periods AS jsonb) ->> (e.domain_key || '.' || e.dimension))::int,
+    (CAST(:periods AS jsonb) ->> e.domain_key)::int,
+    (CAST(:periods AS jsonb) ->> e.dimension)::int,
+    CAST(:default_days AS int)))"""
+_STALE = f"""e.status IN ('active', 'weakened')
+    AND GREATEST(COALESCE(e.last_supported_at, e.first_evidence_at), COALESCE(e.decayed_at, '-infinity'))
+        <= CAST(:now AS timestamptz) - {_PERIOD}"""
+
+DECAY = f"""
+WITH picked AS (
+    SELECT e.id, e.tier, e.status, e.score FROM profile_entry e
+    WHERE {_STALE} AND {_TENANT.format(t="e")}
+    ORDER BY e.id LIMIT :batch FOR UPDATE SKIP LOCKED
+), moved AS (
+    -- one level down: long_term/active → weakened → candidate → expired (current entries just expire)
+    SELECT id, tier AS old_tier, status AS old_status,
+           CASE WHEN status = 'weakened' AND tier = 'long_term' THEN 'candidate' ELSE tier END AS new_tier,
+           CASE WHEN status = 'active' AND tier = 'long_term' THEN 'weakened'
+                WHEN status = 'weakened' AND tier = 'long_term' THEN 'active'
+                ELSE 'expired' END AS new_status,
+           round((score * CAST(:factor AS float8))::numeric, 2)::float AS new_score
+    FROM picked
+), changed AS (
+    UPDATE profile_entry p SET tier = m.new_tier, status = m.new_status, score = m.new_score,
+           decayed_at = :now, updated_at = :now
+    FROM moved m WHERE p.id = m.id
+    RETURNING p.id, p.tenant_id, p.user_id, p.domain_key, m.old_tier, m.old_status, m.new_tier, m.new_status,
+              m.new_score
+), ev AS (
+    INSERT INTO event ({_EVENT_COLUMNS})
+    SELECT ctxmem_uuid7(), tenant_id, user_id, :actor, 'system', 'profile.changed', 'profile_entry', id::text,
+           'no supporting evidence for the decay period'
+             || CASE WHEN domain_key <> '' THEN ' in ' || domain_key ELSE '' END,
+           'decay', jsonb_build_object('tier', old_tier, 'status', old_status),
+           jsonb_build_object('tier', new_tier, 'status', new_status, 'score', new_score,
+                              'run_id', CAST(:run AS text)),
+           :now, CAST(:run AS uuid)
+    FROM changed
+)
+SELECT count(*) FROM changed
+"""
+
+COUNT_DECAY = f"SELECT count(*) FROM profile_entry e WHERE {_STALE} AND {_TENANT.format(t='e')}"
+
+
+def decay_params(overrides: Mapping[str, int], default_days: int, factor: float) -> dict[str, Any]:
+    return {"periods": json.dumps(dict(overrides)), "default_days": default_days, "factor": factor}
+
+
+# --- promote ------------------------------------------------------------------------------------------
+
+# The 4C score of scoring/fourc.py, in SQL over one batch of candidates (tests/jobs check they agree).
+PROMOTE = f"""
+WITH cand AS (
+    SELECT e.id FROM profile_entry e
+    WHERE e.tier = 'candidate' AND e.status = 'active' AND e.id > CAST(:after AS uuid) AND {_TENANT.format(t="e")}
+    ORDER BY e.id LIMIT :batch
+), ev AS (
+    SELECT o.entry_id, o.id, o.session_id, o.context, o.explicit, o.confirmation, o.stance = 'supports' AS sup,
+           o.observed_at, LEAST(GREATEST(o.weight, 0), 1) AS w
+    FROM observation o JOIN cand ON cand.id = o.entry_id
+    WHERE o.observed_at <= :now
+), per_session AS (
+    SELECT entry_id, session_id, max(w) AS w FROM ev WHERE sup GROUP BY entry_id, session_id
+), contra AS (
+    SELECT entry_id, session_id, bool_or(explicit OR confirmation) AS hard FROM ev WHERE NOT sup
+    GROUP BY entry_id, session_id
+), agg AS (
+    SELECT cand.id AS entry_id,
+           (SELECT count(*) FROM per_session s WHERE s.entry_id = cand.id) AS sessions,
+           (SELECT COALESCE(sum(w), 0) FROM per_session s WHERE s.entry_id = cand.id) AS mass,
+           COALESCE((SELECT EXTRACT(EPOCH FROM max(observed_at) - min(observed_at)) / 86400.0
+                     FROM ev WHERE ev.entry_id = cand.id AND sup), 0) AS span_days,
+           (SELECT count(DISTINCT context) FROM ev WHERE ev.entry_id = cand.id AND sup) AS contexts,
+           (SELECT bool_or(confirmation) FROM ev WHERE ev.entry_id = cand.id AND sup) AS confirmed,
+           (SELECT bool_or(explicit) FROM ev WHERE ev.entry_id = cand.id AND sup) AS stated,
+           (SELECT count(*) FROM contra c WHERE c.entry_id = cand.id) AS contra_sessions,
+           (SELECT COALESCE(sum(CASE WHEN hard THEN CAST(:w_pen_explicit AS float8) ELSE CAST(:w_pen AS float8) END), 0)
+              FROM contra c WHERE c.entry_id = cand.id) AS raw_penalty
+    FROM cand
+), parts AS (
+    SELECT entry_id, sessions, span_days, contexts, contra_sessions,
+           round((CAST(:w_count AS float8) * LEAST(mass, CAST(:sat_sessions AS float8)) / CAST(:sat_sessions AS float8))::numeric, 2) AS p_count,
+           round((CAST(:w_cont AS float8) * LEAST(1.0, span_days / CAST(:sat_days AS float8)))::numeric, 2) AS p_cont,
+           round((CAST(:w_cross AS float8) * LEAST(1.0, contexts::float / CAST(:sat_contexts AS float8)))::numeric, 2) AS p_cross,
+           round((CASE WHEN confirmed THEN CAST(:w_confirm AS float8) WHEN stated THEN CAST(:w_explicit AS float8)
+                       ELSE CAST(:w_inferred AS float8) * LEAST(1.0, sessions::float / CAST(:sat_inferred AS float8)) END)::numeric, 2) AS p_conf,
+           round(raw_penalty::numeric, 2) AS raw_pen
+    FROM agg
+), scored AS (
+    SELECT *, LEAST(raw_pen, p_count + p_cont + p_cross + p_conf) AS p_pen,
+           p_count + p_cont + p_cross + p_conf - LEAST(raw_pen, p_count + p_cont + p_cross + p_conf) AS score
+    FROM parts
+), changed AS (
+    UPDATE profile_entry p SET tier = 'long_term', score = s.score::float, updated_at = :now,
+           breakdown = jsonb_build_object(
+               'count', s.p_count, 'continuity', s.p_cont, 'cross_context', s.p_cross, 'confirmation', s.p_conf,
+               'penalty', s.p_pen, 'score', s.score, 'sessions', s.sessions,
+               'span_days', round(s.span_days::numeric, 2), 'contexts', s.contexts,
+               'contradicting_sessions', s.contra_sessions,
+               'evidence_ids', (SELECT jsonb_agg(ev.id::text ORDER BY ev.id::text) FROM ev
+                                WHERE ev.entry_id = s.entry_id))
+    FROM scored s
+    WHERE p.id = s.entry_id AND s.sessions >= 2 AND s.score >= CAST(:threshold AS float8)
+    RETURNING p.id, p.tenant_id, p.user_id, s.score
+), events AS (
+    INSERT INTO event ({_EVENT_COLUMNS})
+    SELECT ctxmem_uuid7(), tenant_id, user_id, :actor, 'system', 'profile.changed', 'profile_entry', id::text,
+           '4C score ' || score::text || ' reached the long-term threshold', 'promotion',
+           jsonb_build_object('tier', 'candidate', 'status', 'active'),
+           jsonb_build_object('tier', 'long_term', 'status', 'active', 'score', score, 'run_id', CAST(:run AS text)),
+           :now, CAST(:run AS uuid)
+    FROM changed
+)
+SELECT (SELECT count(*) FROM changed) AS promoted, (SELECT count(*) FROM cand) AS examined,
+       (SELECT max(id::text) FROM cand) AS last_id
+"""
+
+COUNT_PROMOTE = f"""
+SELECT count(*) FROM profile_entry e WHERE e.tier = 'candidate' AND e.status = 'active' AND {_TENANT.format(t="e")}
+"""
+
+
+def promote_params(weights: Mapping[str, float], threshold: float) -> dict[str, Any]:
+    return {
+        "w_count": weights["count_points"],
+        "sat_sessions": weights["count_saturation_sessions"],
+        "w_cont": weights["continuity_points"],
+        "sat_days": weights["continuity_saturation_days"],
+        "w_cross": weights["cross_context_points"],
+        "sat_contexts": weights["cross_context_saturation"],
+        "w_confirm": weights["confirmation_points"],
+        "w_explicit": weights["explicit_points"],
+        "w_inferred": weights["inferred_points"],
+        "sat_inferred": weights["inferred_saturation_sessions"],
+        "w_pen": weights["contradiction_penalty"],
+        "w_pen_explicit": weights["explicit_contradiction_penalty"],
+        "threshold": threshold,
+    }
+
+
+async def promote_batch(
+    session: AsyncSession, params: Mapping[str, Any], after: uuid.UUID
+) -> tuple[int, int, uuid.UUID | None]:
+    row = (await session.execute(text(PROMOTE), {**params, "after": str(after)})).one()
+    return int(row.promoted), int(row.examined), uuid.UUID(row.last_id) if row.last_id else None
+
+
+# --- purge --------------------------------------------------------------------------------------------
+
+PURGE_ITEMS = f"""
+WITH picked AS (
+    SELECT i.id FROM context_item i
+    WHERE i.status = 'deleted' AND i.deleted_at <= CAST(:now AS timestamptz) - make_interval(days => :days)
+      AND {_TENANT.format(t="i")}
+    ORDER BY i.id LIMIT :batch FOR UPDATE SKIP LOCKED
+), gone AS (
+    DELETE FROM context_item c USING picked WHERE c.id = picked.id
+    RETURNING c.id, c.tenant_id, c.user_id, c.deleted_at
+), ev AS (
+    INSERT INTO event ({_EVENT_COLUMNS})
+    SELECT ctxmem_uuid7(), tenant_id, user_id, :actor, 'system', 'item.purged', 'context_item', id::text,
+           'tombstone past retention (deleted ' || deleted_at::text || ')', 'retention',
+           jsonb_build_object('status', 'deleted'), jsonb_build_object('run_id', CAST(:run AS text)), :now,
+           CAST(:run AS uuid)
+    FROM gone
+)
+SELECT count(*) FROM gone
+"""
+
+PURGE_IDEMPOTENCY = f"""
+WITH picked AS (
+    SELECT r.tenant_id, r.key FROM idempotency_record r
+    WHERE r.created_at <= CAST(:now AS timestamptz) - make_interval(hours => :hours) AND {_TENANT.format(t="r")}
+    LIMIT :batch FOR UPDATE SKIP LOCKED
+), gone AS (
+    DELETE FROM idempotency_record d USING picked WHERE d.tenant_id = picked.tenant_id AND d.key = picked.key
+    RETURNING 1
+)
+SELECT count(*) FROM gone
+"""
+
+PURGE_RUNS = f"""
+WITH gone AS (
+    DELETE FROM job_run j WHERE j.id IN (
+        SELECT id FROM job_run WHERE finished_at <= CAST(:now AS timestamptz) - make_interval(days => :days)
+          AND {_TENANT.format(t="job_run")} LIMIT :batch)
+    RETURNING 1
+)
+SELECT count(*) FROM gone
+"""
+
+COUNT_PURGE = f"""
+SELECT count(*) FROM context_item i
+WHERE i.status = 'deleted' AND i.deleted_at <= CAST(:now AS timestamptz) - make_interval(days => :days)
+  AND {_TENANT.format(t="i")}
+"""
+
+
+async def run_statement(session: AsyncSession, sql: str, params: Mapping[str, Any]) -> int:
+    return int(await _scalar(session, sql, params))
+
+
+# --- job_run ------------------------------------------------------------------------------------------
+
+
+async def start_run(session: AsyncSession, row: Mapping[str, Any]) -> bool:
+    """Record a run; False when a scheduler tick of this job was already taken by another replica."""
+    result = await session.execute(
+        text(
+            "INSERT INTO job_run (id, name, tenant_id, trigger, tick, as_of, started_at, status, rows) "
+            "VALUES (:id, :name, :tenant, :trigger, :tick, :as_of, :started_at, 'running', '{}'::jsonb) "
+            "ON CONFLICT DO NOTHING RETURNING id"
+        ),
+        dict(row),
+    )
+    return result.scalar_one_or_none() is not None
+
+
+async def interrupt_stale(session: AsyncSession, name: str, now: datetime) -> int:
+    """Runs still 'running' while we hold the job's lock died mid-way (crash, kill): say so."""
+    result = await session.execute(
+        text(
+            "UPDATE job_run SET status = 'interrupted', finished_at = :now, "
+            "error = 'the process running it stopped before it finished; later runs pick up the rest' "
+            "WHERE name = :name AND status = 'running' RETURNING id"
+        ),
+        {"name": name, "now": now},
+    )
+    return len(result.all())
+
+
+async def finish_run(
+    session: AsyncSession, run_id: uuid.UUID, *, status: str, rows: Mapping[str, int], error: str | None, now: datetime
+) -> None:
+    await session.execute(
+        text(
+            "UPDATE job_run SET status = :status, rows = CAST(:rows AS jsonb), error = :error, finished_at = :now "
+            "WHERE id = :id"
+        ),
+        {"id": run_id, "status": status, "rows": json.dumps(dict(rows)), "error": error, "now": now},
+    )
+
+
+async def list_runs(session: AsyncSession, *, tenant_id: str | None, name: str | None, limit: int) -> list[Any]:
+    sql = "SELECT * FROM job_run WHERE (tenant_id IS NULL OR tenant_id = :tenant)"
+    params: dict[str, Any] = {"tenant": tenant_id, "limit": limit}
+    if tenant_id is None:
+        sql = "SELECT * FROM job_run WHERE TRUE"
+    if name:
+        sql += " AND name = :name"
+        params["name"] = name
+    sql += " ORDER BY started_at DESC, id DESC LIMIT :limit"
+    return list((await session.execute(text(sql), params)).mappings())

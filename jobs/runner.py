@@ -1,0 +1,206 @@
+"""Running a job: once across replicas, as of a (possibly simulated) time, in batches, with a record.
+
+A run takes a session-level PostgreSQL advisory lock named after the job on a connection of its own; if
+another process holds it, the run is skipped. It then records a ``job_run`` row, applies the job one
+batch per transaction (so a crash leaves whole batches behind and a rerun finishes the rest), and
+closes the row with the counts per kind of change, or the error.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import traceback
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import text
+
+from jobs import repository
+from scoring.fourc import FourCWeights
+from service.clock import Clock
+from service.db.engine import Database, session_scope
+from service.ids import uuid7
+from service.settings import Settings
+
+JOB_NAMES = ("expire", "promote", "decay", "purge")
+Progress = Callable[[str, int, int], None]  # (kind, rows changed so far in this kind, estimated total)
+
+
+@dataclass
+class JobResult:
+    run_id: uuid.UUID | None
+    name: str
+    status: str  # succeeded | failed | skipped
+    as_of: datetime
+    rows: dict[str, int] = field(default_factory=dict)
+    error: str | None = None
+    reason: str | None = None  # why it was skipped
+
+
+def lock_key(name: str) -> int:
+    digest = hashlib.sha256(f"ctxmem-job:{name}".encode()).digest()
+    return int.from_bytes(digest[:8], "big", signed=True)
+
+
+@dataclass(frozen=True)
+class JobContext:
+    db: Database
+    settings: Settings
+    now: datetime
+    tenant_id: str | None
+    run_id: uuid.UUID
+    name: str
+    progress: Progress | None
+
+    def params(self, **extra: Any) -> dict[str, Any]:
+        return {
+            "now": self.now,
+            "tenant": self.tenant_id,
+            "run": str(self.run_id),
+            "actor": f"job:{self.name}",
+            "batch": self.settings.job_batch_size,
+            **extra,
+        }
+
+
+async def _batches(ctx: JobContext, kind: str, sql: str, params: dict[str, Any], total: int) -> int:
+    done = 0
+    while True:
+        async with session_scope(ctx.db) as session:
+            changed = await repository.run_statement(session, sql, params)
+        done += changed
+        if ctx.progress is not None:
+            ctx.progress(kind, done, total)
+        if changed < ctx.settings.job_batch_size:
+            return done
+
+
+async def _count(ctx: JobContext, sql: str, params: dict[str, Any]) -> int:
+    async with session_scope(ctx.db) as session:
+        return await repository.run_statement(session, sql, params)
+
+
+async def job_expire(ctx: JobContext) -> dict[str, int]:
+    """Items and profile entries past ``expires_at`` → ``expired`` (kept for audit, out of windows)."""
+    p = ctx.params()
+    total = await _count(ctx, repository.COUNT_EXPIRE, p)
+    items = await _batches(ctx, "items_expired", repository.EXPIRE_ITEMS, p, total)
+    entries = await _batches(ctx, "entries_expired", repository.EXPIRE_ENTRIES, p, total)
+    return {"items_expired": items, "entries_expired": entries}
+
+
+async def job_decay(ctx: JobContext) -> dict[str, int]:
+    """Entries silent for their decay period go one level down; only the stale domain decays."""
+    s = ctx.settings
+    p = ctx.params(**repository.decay_params(s.decay_days_overrides, s.decay_days, s.decay_score_factor))
+    total = await _count(ctx, repository.COUNT_DECAY, p)
+    return {"entries_decayed": await _batches(ctx, "entries_decayed", repository.DECAY, p, total)}
+
+
+async def job_promote(ctx: JobContext) -> dict[str, int]:
+    """Candidates whose 4C score as of now reaches the threshold, with ≥ 2 sessions → ``long_term``."""
+    weights = FourCWeights(**ctx.settings.fourc.model_dump())
+    p = ctx.params(**repository.promote_params(weights.__dict__, ctx.settings.long_term_threshold))
+    total = await _count(ctx, repository.COUNT_PROMOTE, p)
+    promoted = examined = 0
+    after = uuid.UUID(int=0)
+    while True:
+        async with session_scope(ctx.db) as session:
+            n, seen, last = await repository.promote_batch(session, p, after)
+        promoted += n
+        examined += seen
+        if ctx.progress is not None:
+            ctx.progress("candidates_examined", examined, total)
+        if last is None or seen < ctx.settings.job_batch_size:
+            break
+        after = last
+    return {"entries_promoted": promoted, "candidates_examined": examined}
+
+
+async def job_purge(ctx: JobContext) -> dict[str, int]:
+    """Hard-delete what is past retention: tombstoned items, stored idempotent responses, old job runs.
+    (Erasing a user deletes everything at once; nothing of an erased user is left to purge.)"""
+    s = ctx.settings
+    p = ctx.params(days=s.purge_deleted_after_days)
+    total = await _count(ctx, repository.COUNT_PURGE, p)
+    items = await _batches(ctx, "items_purged", repository.PURGE_ITEMS, p, total)
+    idem = await _batches(
+        ctx, "idempotency_purged", repository.PURGE_IDEMPOTENCY, ctx.params(hours=s.idempotency_retention_hours), 0
+    )
+    runs = await _batches(ctx, "job_runs_purged", repository.PURGE_RUNS, ctx.params(days=s.job_run_retention_days), 0)
+    return {"items_purged": items, "idempotency_purged": idem, "job_runs_purged": runs}
+
+
+JOBS: dict[str, Callable[[JobContext], Awaitable[dict[str, int]]]] = {
+    "expire": job_expire,
+    "promote": job_promote,
+    "decay": job_decay,
+    "purge": job_purge,
+}
+
+
+async def run_job(
+    name: str,
+    *,
+    db: Database,
+    settings: Settings,
+    clock: Clock,
+    tenant_id: str | None = None,
+    trigger: str = "cli",
+    tick: datetime | None = None,
+    progress: Progress | None = None,
+) -> JobResult:
+    if name not in JOBS:
+        raise ValueError(f"unknown job {name!r}; jobs: {', '.join(JOB_NAMES)}")
+    now = clock.now()
+    async with db.engine.connect() as lock_conn:
+        got = (await lock_conn.execute(text("SELECT pg_try_advisory_lock(:k)"), {"k": lock_key(name)})).scalar_one()
+        await lock_conn.commit()
+        if not got:
+            return JobResult(None, name, "skipped", now, reason="another process is running this job")
+        try:
+            return await _run_locked(name, db, settings, now, tenant_id, trigger, tick, progress)
+        finally:
+            await lock_conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": lock_key(name)})
+            await lock_conn.commit()
+
+
+async def _run_locked(
+    name: str,
+    db: Database,
+    settings: Settings,
+    now: datetime,
+    tenant_id: str | None,
+    trigger: str,
+    tick: datetime | None,
+    progress: Progress | None,
+) -> JobResult:
+    run_id = uuid7()
+    started = Clock().now()
+    async with session_scope(db) as session:
+        await repository.interrupt_stale(session, name, started)
+        row = {
+            "id": run_id,
+            "name": name,
+            "tenant": tenant_id,
+            "trigger": trigger,
+            "tick": tick,
+            "as_of": now,
+            "started_at": started,
+        }
+        if not await repository.start_run(session, row):
+            return JobResult(None, name, "skipped", now, reason=f"tick {tick} already ran on another replica")
+    ctx = JobContext(db, settings, now, tenant_id, run_id, name, progress)
+    try:
+        rows = await JOBS[name](ctx)
+    except Exception as exc:
+        error = "".join(traceback.format_exception_only(exc)).strip()
+        async with session_scope(db) as session:
+            await repository.finish_run(session, run_id, status="failed", rows={}, error=error, now=Clock().now())
+        return JobResult(run_id, name, "failed", now, error=error)
+    async with session_scope(db) as session:
+        await repository.finish_run(session, run_id, status="succeeded", rows=rows, error=None, now=Clock().now())
+    return JobResult(run_id, name, "succeeded", now, rows=rows)

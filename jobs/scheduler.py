@@ -1,0 +1,80 @@
+"""``ctxmem scheduler``: APScheduler 3.x firing the jobs on the schedules in settings.
+
+Any number of replicas may run. Ticks are aligned to the wall clock (interval schedules count from the
+Unix epoch, cron schedules are UTC), so every replica computes the same tick; the first to record that
+tick in ``job_run`` runs it, the others skip — and the advisory lock keeps two runs of one job from
+overlapping at all.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from datetime import UTC, datetime, timedelta
+
+from apscheduler.schedulers.asyncio import AsyncIOScheduler
+from apscheduler.triggers.cron import CronTrigger
+from apscheduler.triggers.interval import IntervalTrigger
+
+from jobs.runner import run_job
+from service.clock import Clock
+from service.db.engine import Database
+from service.settings import Settings
+
+log = logging.getLogger("ctxmem.scheduler")
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def tick_of(spec: str, now: datetime) -> datetime:
+    """The scheduled instant a firing belongs to, identical on every replica."""
+    kind, _, arg = spec.partition(":")
+    if kind == "interval":
+        seconds = int(arg)
+        elapsed = int((now - EPOCH).total_seconds())
+        return EPOCH + timedelta(seconds=elapsed - elapsed % seconds)
+    return now.replace(second=0, microsecond=0)
+
+
+def trigger_of(spec: str) -> IntervalTrigger | CronTrigger:
+    kind, _, arg = spec.partition(":")
+    if kind == "interval":
+        return IntervalTrigger(seconds=int(arg), start_date=EPOCH, timezone=UTC)
+    return CronTrigger.from_crontab(arg, timezone=UTC)
+
+
+async def fire(name: str, spec: str, db: Database, settings: Settings) -> None:
+    clock = Clock()
+    tick = tick_of(spec, clock.now())
+    result = await run_job(name, db=db, settings=settings, clock=clock, trigger="scheduler", tick=tick)
+    if result.status == "skipped":
+        log.info("%s tick %s skipped: %s", name, tick.isoformat(), result.reason)
+    else:
+        log.info("%s tick %s %s: %s %s", name, tick.isoformat(), result.status, result.rows, result.error or "")
+
+
+async def run_scheduler(db: Database, settings: Settings, *, stop: asyncio.Event | None = None) -> None:
+    stop = stop or asyncio.Event()
+    scheduler = AsyncIOScheduler(timezone=UTC)
+    for name, spec in sorted(settings.job_schedules.items()):
+        if spec == "off":
+            continue
+        scheduler.add_job(
+            fire,
+            trigger_of(spec),
+            args=(name, spec, db, settings),
+            id=name,
+            max_instances=1,
+            coalesce=True,
+            misfire_grace_time=60,
+        )
+        log.info("scheduled %s: %s", name, spec)
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    scheduler.start()
+    print(f"ctxmem scheduler running: {', '.join(f'{n}={s}' for n, s in sorted(settings.job_schedules.items()))}")
+    try:
+        await stop.wait()
+    finally:
+        scheduler.shutdown(wait=True)

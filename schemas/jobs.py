@@ -1,0 +1,35 @@
+"""Scheduled-job schemas."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Literal
+
+from pydantic import AwareDatetime, Field
+
+from schemas.common import ReadModel, StrictModel
+
+JobName = Literal["expire", "promote", "decay", "purge"]
+
+
+class JobRunRequest(StrictModel):
+    now: AwareDatetime | None = Field(None, description="Run as of this time (simulate the future or the past)")
+
+
+class JobRunRead(ReadModel):
+    id: uuid.UUID
+    name: str
+    tenant_id: str | None
+    trigger: str
+    tick: datetime | None
+    as_of: datetime
+    started_at: datetime
+    finished_at: datetime | None
+    status: str
+    rows: dict[str, int]
+    error: str | None
+
+
+class JobRunPage(ReadModel):
+    items: list[JobRunRead]
