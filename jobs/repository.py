@@ -131,7 +131,21 @@ def decay_params(overrides: Mapping[str, int], default_days: int, factor: float)
 
 # The 4C score of scoring/fourc.py, in SQL over one batch of candidates (tests/jobs check they agree).
 PROMOTE = f"""
-WITH cand AS (
+WITH w AS (
+    SELECT CAST(:w_count AS float8) AS w_count,
+           CAST(:sat_sessions AS float8) AS sat_sessions,
+           CAST(:w_cont AS float8) AS w_cont,
+           CAST(:sat_days AS float8) AS sat_days,
+           CAST(:w_cross AS float8) AS w_cross,
+           CAST(:sat_contexts AS float8) AS sat_contexts,
+           CAST(:w_confirm AS float8) AS w_confirm,
+           CAST(:w_explicit AS float8) AS w_explicit,
+           CAST(:w_inferred AS float8) AS w_inferred,
+           CAST(:sat_inferred AS float8) AS sat_inferred,
+           CAST(:w_pen_explicit AS float8) AS w_pen_explicit,
+           CAST(:w_pen AS float8) AS w_pen,
+           CAST(:threshold AS float8) AS threshold
+), cand AS (
     SELECT e.id FROM profile_entry e
     WHERE e.tier = 'candidate' AND e.status = 'active' AND e.id > CAST(:after AS uuid) AND {_TENANT.format(t="e")}
     ORDER BY e.id LIMIT :batch
@@ -155,18 +169,18 @@ WITH cand AS (
            (SELECT bool_or(confirmation) FROM ev WHERE ev.entry_id = cand.id AND sup) AS confirmed,
            (SELECT bool_or(explicit) FROM ev WHERE ev.entry_id = cand.id AND sup) AS stated,
            (SELECT count(*) FROM contra c WHERE c.entry_id = cand.id) AS contra_sessions,
-           (SELECT COALESCE(sum(CASE WHEN hard THEN CAST(:w_pen_explicit AS float8) ELSE CAST(:w_pen AS float8) END), 0)
+           (SELECT COALESCE(sum(CASE WHEN hard THEN w.w_pen_explicit ELSE w.w_pen END), 0)
               FROM contra c WHERE c.entry_id = cand.id) AS raw_penalty
-    FROM cand
+    FROM cand CROSS JOIN w
 ), parts AS (
     SELECT entry_id, sessions, span_days, contexts, contra_sessions,
-           round((CAST(:w_count AS float8) * LEAST(mass, CAST(:sat_sessions AS float8)) / CAST(:sat_sessions AS float8))::numeric, 2) AS p_count,
-           round((CAST(:w_cont AS float8) * LEAST(1.0, span_days / CAST(:sat_days AS float8)))::numeric, 2) AS p_cont,
-           round((CAST(:w_cross AS float8) * LEAST(1.0, contexts::float / CAST(:sat_contexts AS float8)))::numeric, 2) AS p_cross,
-           round((CASE WHEN confirmed THEN CAST(:w_confirm AS float8) WHEN stated THEN CAST(:w_explicit AS float8)
-                       ELSE CAST(:w_inferred AS float8) * LEAST(1.0, sessions::float / CAST(:sat_inferred AS float8)) END)::numeric, 2) AS p_conf,
+           round((w.w_count * LEAST(mass, w.sat_sessions) / w.sat_sessions)::numeric, 2) AS p_count,
+           round((w.w_cont * LEAST(1.0, span_days / w.sat_days))::numeric, 2) AS p_cont,
+           round((w.w_cross * LEAST(1.0, contexts::float / w.sat_contexts))::numeric, 2) AS p_cross,
+           round((CASE WHEN confirmed THEN w.w_confirm WHEN stated THEN w.w_explicit
+                       ELSE w.w_inferred * LEAST(1.0, sessions::float / w.sat_inferred) END)::numeric, 2) AS p_conf,
            round(raw_penalty::numeric, 2) AS raw_pen
-    FROM agg
+    FROM agg CROSS JOIN w
 ), scored AS (
     SELECT *, LEAST(raw_pen, p_count + p_cont + p_cross + p_conf) AS p_pen,
            p_count + p_cont + p_cross + p_conf - LEAST(raw_pen, p_count + p_cont + p_cross + p_conf) AS score
@@ -180,8 +194,8 @@ WITH cand AS (
                'contradicting_sessions', s.contra_sessions,
                'evidence_ids', (SELECT jsonb_agg(ev.id::text ORDER BY ev.id::text) FROM ev
                                 WHERE ev.entry_id = s.entry_id))
-    FROM scored s
-    WHERE p.id = s.entry_id AND s.sessions >= 2 AND s.score >= CAST(:threshold AS float8)
+    FROM scored s, w
+    WHERE p.id = s.entry_id AND s.sessions >= 2 AND s.score >= w.threshold
     RETURNING p.id, p.tenant_id, p.user_id, s.score
 ), events AS (
     INSERT INTO event ({_EVENT_COLUMNS})

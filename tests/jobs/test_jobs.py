@@ -208,7 +208,7 @@ async def test_sql_4c_matches_the_python_scorer(
                         o["confirmation"],
                         o["observed_at"],
                         o["weight"],
-                    )  # fmt: skip
+                    )
                     for o in evidence
                 ],
                 now=now,
