@@ -159,19 +159,25 @@ WITH w AS (
 ), contra AS (
     SELECT entry_id, session_id, bool_or(explicit OR confirmation) AS hard FROM ev WHERE NOT sup
     GROUP BY entry_id, session_id
+), sup AS (
+    SELECT entry_id, EXTRACT(EPOCH FROM max(observed_at) - min(observed_at)) / 86400.0 AS span_days,
+           count(DISTINCT context) AS contexts, bool_or(confirmation) AS confirmed, bool_or(explicit) AS stated
+    FROM ev WHERE sup GROUP BY entry_id
+), ps AS (
+    SELECT entry_id, count(*) AS sessions, sum(w) AS mass FROM per_session GROUP BY entry_id
+), pen AS (
+    SELECT entry_id, count(*) AS contra_sessions,
+           sum(CASE WHEN hard THEN w.w_pen_explicit ELSE w.w_pen END) AS raw_penalty
+    FROM contra CROSS JOIN w GROUP BY entry_id
+), ids AS (
+    SELECT entry_id, jsonb_agg(id::text ORDER BY id::text) AS evidence_ids FROM ev GROUP BY entry_id
 ), agg AS (
-    SELECT cand.id AS entry_id,
-           (SELECT count(*) FROM per_session s WHERE s.entry_id = cand.id) AS sessions,
-           (SELECT COALESCE(sum(w), 0) FROM per_session s WHERE s.entry_id = cand.id) AS mass,
-           COALESCE((SELECT EXTRACT(EPOCH FROM max(observed_at) - min(observed_at)) / 86400.0
-                     FROM ev WHERE ev.entry_id = cand.id AND sup), 0) AS span_days,
-           (SELECT count(DISTINCT context) FROM ev WHERE ev.entry_id = cand.id AND sup) AS contexts,
-           (SELECT bool_or(confirmation) FROM ev WHERE ev.entry_id = cand.id AND sup) AS confirmed,
-           (SELECT bool_or(explicit) FROM ev WHERE ev.entry_id = cand.id AND sup) AS stated,
-           (SELECT count(*) FROM contra c WHERE c.entry_id = cand.id) AS contra_sessions,
-           (SELECT COALESCE(sum(CASE WHEN hard THEN w.w_pen_explicit ELSE w.w_pen END), 0)
-              FROM contra c WHERE c.entry_id = cand.id) AS raw_penalty
-    FROM cand CROSS JOIN w
+    SELECT cand.id AS entry_id, COALESCE(ps.sessions, 0) AS sessions, COALESCE(ps.mass, 0) AS mass,
+           COALESCE(sup.span_days, 0) AS span_days, COALESCE(sup.contexts, 0) AS contexts,
+           COALESCE(sup.confirmed, false) AS confirmed, COALESCE(sup.stated, false) AS stated,
+           COALESCE(pen.contra_sessions, 0) AS contra_sessions, COALESCE(pen.raw_penalty, 0) AS raw_penalty
+    FROM cand LEFT JOIN ps ON ps.entry_id = cand.id LEFT JOIN sup ON sup.entry_id = cand.id
+         LEFT JOIN pen ON pen.entry_id = cand.id
 ), parts AS (
     SELECT entry_id, sessions, span_days, contexts, contra_sessions,
            round((w.w_count * LEAST(mass, w.sat_sessions) / w.sat_sessions)::numeric, 2) AS p_count,
@@ -192,9 +198,8 @@ WITH w AS (
                'penalty', s.p_pen, 'score', s.score, 'sessions', s.sessions,
                'span_days', round(s.span_days::numeric, 2), 'contexts', s.contexts,
                'contradicting_sessions', s.contra_sessions,
-               'evidence_ids', (SELECT jsonb_agg(ev.id::text ORDER BY ev.id::text) FROM ev
-                                WHERE ev.entry_id = s.entry_id))
-    FROM scored s, w
+               'evidence_ids', COALESCE(ids.evidence_ids, '[]'::jsonb))
+    FROM scored s CROSS JOIN w LEFT JOIN ids ON ids.entry_id = s.entry_id
     WHERE p.id = s.entry_id AND s.sessions >= 2 AND s.score >= w.threshold
     RETURNING p.id, p.tenant_id, p.user_id, s.score
 ), events AS (
