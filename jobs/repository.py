@@ -32,7 +32,7 @@ async def _scalar(session: AsyncSession, sql: str, params: Mapping[str, Any]) ->
 EXPIRE_ITEMS = f"""
 WITH picked AS (
     SELECT i.id, i.status FROM context_item i
-    WHERE i.{_ACTIVE_ITEM} AND i.expires_at <= :now AND {_TENANT.format(t="i")}
+    WHERE i.{_ACTIVE_ITEM} AND i.expires_at <= :now AND {_TENANT.format(t="i")} AND i.id > CAST(:after AS uuid)
     ORDER BY i.id LIMIT :batch FOR UPDATE SKIP LOCKED
 ), changed AS (
     UPDATE context_item c SET status = 'expired', status_reason = 'expired: past expires_at', updated_at = :now
@@ -45,13 +45,14 @@ WITH picked AS (
            jsonb_build_object('status', 'expired', 'run_id', CAST(:run AS text)), :now, CAST(:run AS uuid)
     FROM changed
 )
-SELECT count(*) FROM changed
+SELECT (SELECT count(*) FROM changed) AS changed, (SELECT count(*) FROM picked) AS picked,
+       (SELECT max(id::text) FROM picked) AS last_id
 """
 
 EXPIRE_ENTRIES = f"""
 WITH picked AS (
     SELECT e.id, e.status FROM profile_entry e
-    WHERE e.status <> 'expired' AND e.expires_at <= :now AND {_TENANT.format(t="e")}
+    WHERE e.status <> 'expired' AND e.expires_at <= :now AND {_TENANT.format(t="e")} AND e.id > CAST(:after AS uuid)
     ORDER BY e.id LIMIT :batch FOR UPDATE SKIP LOCKED
 ), changed AS (
     UPDATE profile_entry p SET status = 'expired', updated_at = :now
@@ -64,7 +65,8 @@ WITH picked AS (
            jsonb_build_object('tier', tier, 'status', 'expired', 'run_id', CAST(:run AS text)), :now, CAST(:run AS uuid)
     FROM changed
 )
-SELECT count(*) FROM changed
+SELECT (SELECT count(*) FROM changed) AS changed, (SELECT count(*) FROM picked) AS picked,
+       (SELECT max(id::text) FROM picked) AS last_id
 """
 
 COUNT_EXPIRE = f"""
@@ -89,7 +91,7 @@ _STALE = f"""e.status IN ('active', 'weakened')
 DECAY = f"""
 WITH picked AS (
     SELECT e.id, e.tier, e.status, e.score FROM profile_entry e
-    WHERE {_STALE} AND {_TENANT.format(t="e")}
+    WHERE {_STALE} AND {_TENANT.format(t="e")} AND e.id > CAST(:after AS uuid)
     ORDER BY e.id LIMIT :batch FOR UPDATE SKIP LOCKED
 ), moved AS (
     -- one level down: long_term/active → weakened → candidate → expired (current entries just expire)
@@ -117,7 +119,8 @@ WITH picked AS (
            :now, CAST(:run AS uuid)
     FROM changed
 )
-SELECT count(*) FROM changed
+SELECT (SELECT count(*) FROM changed) AS changed, (SELECT count(*) FROM picked) AS picked,
+       (SELECT max(id::text) FROM picked) AS last_id
 """
 
 COUNT_DECAY = f"SELECT count(*) FROM profile_entry e WHERE {_STALE} AND {_TENANT.format(t='e')}"
@@ -251,7 +254,7 @@ PURGE_ITEMS = f"""
 WITH picked AS (
     SELECT i.id FROM context_item i
     WHERE i.status = 'deleted' AND i.deleted_at <= CAST(:now AS timestamptz) - make_interval(days => :days)
-      AND {_TENANT.format(t="i")}
+      AND {_TENANT.format(t="i")} AND i.id > CAST(:after AS uuid)
     ORDER BY i.id LIMIT :batch FOR UPDATE SKIP LOCKED
 ), gone AS (
     DELETE FROM context_item c USING picked WHERE c.id = picked.id
@@ -264,7 +267,8 @@ WITH picked AS (
            CAST(:run AS uuid)
     FROM gone
 )
-SELECT count(*) FROM gone
+SELECT (SELECT count(*) FROM gone) AS changed, (SELECT count(*) FROM picked) AS picked,
+       (SELECT max(id::text) FROM picked) AS last_id
 """
 
 PURGE_IDEMPOTENCY = f"""
@@ -298,6 +302,15 @@ WHERE i.status = 'deleted' AND i.deleted_at <= CAST(:now AS timestamptz) - make_
 
 async def run_statement(session: AsyncSession, sql: str, params: Mapping[str, Any]) -> int:
     return int(await _scalar(session, sql, params))
+
+
+async def run_keyset(
+    session: AsyncSession, sql: str, params: Mapping[str, Any], after: uuid.UUID
+) -> tuple[int, int, uuid.UUID | None]:
+    """One batch of a keyset-paginated statement: (rows changed, rows picked, last id picked). Walking the
+    primary key from ``after`` keeps a run linear in the table: no batch rescans what earlier ones passed."""
+    row = (await session.execute(text(sql), {**params, "after": str(after)})).one()
+    return int(row.changed), int(row.picked), uuid.UUID(row.last_id) if row.last_id else None
 
 
 # --- job_run ------------------------------------------------------------------------------------------

@@ -67,13 +67,27 @@ class JobContext:
 
 
 async def _batches(ctx: JobContext, kind: str, sql: str, params: dict[str, Any], total: int) -> int:
+    """Apply a keyset-paginated statement batch by batch, one transaction each."""
+    done = 0
+    after = uuid.UUID(int=0)
+    while True:
+        async with session_scope(ctx.db) as session:
+            changed, picked, last = await repository.run_keyset(session, sql, params, after)
+        done += changed
+        if ctx.progress is not None:
+            ctx.progress(kind, done, total)
+        if last is None or picked < ctx.settings.job_batch_size:
+            return done
+        after = last
+
+
+async def _sweep(ctx: JobContext, kind: str, sql: str, params: dict[str, Any]) -> int:
+    """Apply a plain batched statement until it changes fewer rows than a batch (housekeeping tables)."""
     done = 0
     while True:
         async with session_scope(ctx.db) as session:
             changed = await repository.run_statement(session, sql, params)
         done += changed
-        if ctx.progress is not None:
-            ctx.progress(kind, done, total)
         if changed < ctx.settings.job_batch_size:
             return done
 
@@ -127,10 +141,10 @@ async def job_purge(ctx: JobContext) -> dict[str, int]:
     p = ctx.params(days=s.purge_deleted_after_days)
     total = await _count(ctx, repository.COUNT_PURGE, p)
     items = await _batches(ctx, "items_purged", repository.PURGE_ITEMS, p, total)
-    idem = await _batches(
-        ctx, "idempotency_purged", repository.PURGE_IDEMPOTENCY, ctx.params(hours=s.idempotency_retention_hours), 0
+    idem = await _sweep(
+        ctx, "idempotency_purged", repository.PURGE_IDEMPOTENCY, ctx.params(hours=s.idempotency_retention_hours)
     )
-    runs = await _batches(ctx, "job_runs_purged", repository.PURGE_RUNS, ctx.params(days=s.job_run_retention_days), 0)
+    runs = await _sweep(ctx, "job_runs_purged", repository.PURGE_RUNS, ctx.params(days=s.job_run_retention_days))
     return {"items_purged": items, "idempotency_purged": idem, "job_runs_purged": runs}
 
 
