@@ -44,6 +44,9 @@ WITH picked AS (
            'past expires_at ' || expires_at::text, 'expiry', jsonb_build_object('status', before),
            jsonb_build_object('status', 'expired', 'run_id', CAST(:run AS text)), :now, CAST(:run AS uuid)
     FROM changed
+), outbox AS (
+    INSERT INTO vector_outbox (tenant_id, user_id, item_id, op, created_at, next_attempt_at)
+    SELECT tenant_id, user_id, id, 'sync', now(), now() FROM changed ORDER BY id
 )
 SELECT (SELECT count(*) FROM changed) AS changed, (SELECT count(*) FROM picked) AS picked,
        (SELECT max(id::text) FROM picked) AS last_id

@@ -43,6 +43,7 @@ ItemStatus = Literal["available", "verified", "missing", "superseded", "expired"
 WritableStatus = Literal["available", "verified", "missing"]
 
 MAX_CONTENT_CHARS = 32_000
+FiniteFloat = Annotated[float, Field(allow_inf_nan=False)]
 Content = Annotated[
     SafeText, StringConstraints(min_length=1, max_length=MAX_CONTENT_CHARS), AfterValidator(check_nonblank)
 ]
@@ -83,6 +84,9 @@ class ItemCreate(StrictModel):
     related_ids: Annotated[list[uuid.UUID], Field(max_length=100)] = Field(default_factory=list)
     corrects: uuid.UUID | None = Field(
         None, description="A user correction: retires this item at once (system items: admin keys only)."
+    )
+    embedding: Annotated[list[FiniteFloat], Field(min_length=1, max_length=8192)] | None = Field(
+        None, description="Your own vector for this item (its dimension must match the configured embedder)"
     )
 
     @model_validator(mode="after")

@@ -107,6 +107,29 @@ class Settings(BaseSettings):
     purge_deleted_after_days: int = Field(30, ge=0)
     job_run_retention_days: int = Field(90, ge=1)
 
+    # Vector recall (DESIGN §3.8). Backends: "edge" (Qdrant's embedded engine under data_dir/vectors, the
+    # default), "qdrant" (a server at qdrant_url), "memory" (qdrant-client in memory: tests), "local"
+    # (qdrant-client's local mode: slow, a Python scan), "off".
+    vector_backend: Literal["edge", "qdrant", "memory", "local", "off"] = "edge"
+    qdrant_url: str | None = None
+    qdrant_api_key: str | None = None
+    # Embedders: "hashing" (dependency-free default), "minilm" (extra: local sentence model), "http"
+    # (an OpenAI-compatible /embeddings endpoint at embedding_url).
+    embedder: Literal["hashing", "minilm", "http"] = "hashing"
+    embedding_dim: int = Field(384, ge=8, le=8192)
+    embedding_url: str | None = None
+    embedding_model: str | None = None
+    embedding_api_key: str | None = None
+    # The outbox worker: rows per pass, idle poll interval, backoff cap; the window stops trusting the index
+    # (and says "degraded") when the oldest pending change is older than vector_max_lag_seconds.
+    outbox_batch_size: int = Field(256, ge=1, le=10_000)
+    outbox_poll_seconds: float = Field(0.2, gt=0)
+    outbox_max_backoff_seconds: float = Field(60.0, gt=0)
+    vector_max_lag_seconds: float = Field(30.0, gt=0)
+    # Hybrid relevance: reciprocal-rank fusion constant and how many candidates each ranking contributes.
+    rrf_k: int = Field(60, ge=1)
+    recall_candidates: int = Field(100, ge=1, le=10_000)
+
     # Windows (DESIGN §3.6): with context_limit, the budget is min(limit - reserve, watermark x limit).
     window_watermark: float = Field(0.6, gt=0, le=1)
 

@@ -119,6 +119,7 @@ class ContextItem(SQLModel, table=True):
             postgresql_where=sa.text("expires_at IS NOT NULL AND status IN ('available', 'verified', 'missing')"),
         ),
         sa.Index("ix_context_item_deleted", "deleted_at", postgresql_where=sa.text("status = 'deleted'")),
+        sa.Index("ix_context_item_search", "search_tsv", postgresql_using="gin"),
         # Conflict slots: (tenant, user, key, scope instance); history of a slot in id order.
         sa.Index(
             "ix_context_item_slot",
@@ -182,6 +183,14 @@ class ContextItem(SQLModel, table=True):
     # so that the window only adds numbers. NULL on rows written before they existed (derived on read).
     level_texts: list[str] | None = Field(default=None, sa_column=sa.Column(pg.ARRAY(sa.Text), nullable=True))
     level_tokens: list[int] | None = Field(default=None, sa_column=sa.Column(pg.ARRAY(sa.Integer), nullable=True))
+    # A client-sent embedding (dimension checked against the configured embedder); else computed by the
+    # outbox worker when it indexes the item.
+    embedding: list[float] | None = Field(default=None, sa_column=sa.Column(pg.ARRAY(sa.REAL), nullable=True))
+    # Lexical search: English stemming plus CJK characters as their own tokens (ctxmem_tsv, migration 0006).
+    search_tsv: Any = Field(
+        default=None,
+        sa_column=sa.Column(pg.TSVECTOR, sa.Computed("ctxmem_tsv(content)", persisted=True), nullable=True),
+    )
     related_ids: list[uuid.UUID] = Field(
         default_factory=list,
         sa_column=sa.Column(pg.ARRAY(pg.UUID(as_uuid=True)), nullable=False, server_default=sa.text("'{}'::uuid[]")),
@@ -356,3 +365,27 @@ class JobRun(SQLModel, table=True):
     status: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
     rows: Any = Field(sa_column=sa.Column(pg.JSONB, nullable=False))
     error: str | None = Field(default=None, sa_column=sa.Column(sa.Text, nullable=True))
+
+
+class VectorOutbox(SQLModel, table=True):
+    """Changes still to apply to the vector index, written in the same transaction as the change itself.
+
+    ``op``: ``sync`` (make the item's point match its current row: upsert if active, delete otherwise) or
+    ``delete_user`` (erasure). Applied in id order, idempotently, with retry and backoff.
+    """
+
+    __tablename__ = "vector_outbox"
+    __table_args__ = (
+        sa.CheckConstraint("op IN ('sync', 'delete_user')", name="op"),
+        sa.Index("ix_vector_outbox_due", "next_attempt_at", "id"),
+    )
+
+    id: int = Field(sa_column=sa.Column(sa.BigInteger, sa.Identity(always=False), primary_key=True))
+    tenant_id: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
+    user_id: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
+    item_id: uuid.UUID | None = Field(default=None, sa_column=sa.Column(pg.UUID(as_uuid=True), nullable=True))
+    op: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
+    created_at: datetime = _ts()
+    attempts: int = Field(default=0, sa_column=sa.Column(sa.Integer, nullable=False, server_default="0"))
+    next_attempt_at: datetime = _ts()
+    last_error: str | None = Field(default=None, sa_column=sa.Column(sa.Text, nullable=True))

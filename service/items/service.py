@@ -31,6 +31,7 @@ from service.items.resolution import resolve_rows
 from service.pagination import decode_cursor, encode_cursor
 from service.settings import Settings
 from service.tokenizer import Tokenizer
+from service.vectors.outbox import enqueue_sync
 
 # A client clock may run a little ahead; beyond this an observed_at in the future would win every
 # recency tie-break forever, so it is refused.
@@ -76,6 +77,10 @@ async def create_items(
         if authority == "system" and not principal.can(Permission.WRITE_SYSTEM_AUTHORITY):
             where = f"items[{i}]: " if batch else ""
             raise Forbidden(f"{where}a {principal.role} key cannot write system authority", index=at)
+        if item.embedding is not None and len(item.embedding) != settings.embedding_dim:
+            raise _fail(
+                f"embedding has {len(item.embedding)} dimensions; this service embeds in {settings.embedding_dim}", at
+            )
         if len(item.content) > settings.max_content_chars:
             raise _fail(f"content is longer than {settings.max_content_chars} characters", at)
         if item.observed_at is not None and item.observed_at > now + MAX_CLOCK_SKEW:
@@ -136,6 +141,7 @@ async def create_items(
                 "scope_ref": scope_ref(item.scope, {f: getattr(item, f) for f in SCOPE_ID_FIELD.values()}),
                 "support_count": 1,
                 "corrects": item.corrects,
+                "embedding": item.embedding,
             }
         )
 
@@ -164,6 +170,8 @@ async def create_items(
             }
         )
     await record_events(ctx.session, created + plan.events)
+    retired = [i for i, u in plan.updates.items() if "status" in u]
+    await enqueue_sync(ctx.session, principal.tenant_id, user_id, [r["id"] for r in rows] + retired, now)
     return [ItemRead.model_validate({**row, "resolution": plan.resolutions.get(i)}) for i, row in enumerate(rows)]
 
 
@@ -328,6 +336,7 @@ async def delete_item(
         raise Forbidden(f"a {principal.role} key cannot delete a system-authority item")
     before = item.status
     await repository.tombstone(session, item_id, now, None)
+    await enqueue_sync(session, principal.tenant_id, user_id, [item_id], now)
     await record_events(
         session,
         [

@@ -20,6 +20,7 @@ from service.db.models import ContextItem, Event, Observation, ProfileEntry
 from service.events import record_event
 from service.items.service import require_user
 from service.users import repository
+from service.vectors.outbox import enqueue_user_delete
 
 # Export sections: (name, table model, row → response model). Later stores add theirs here.
 EXPORT_SECTIONS: list[tuple[str, Any, Callable[[Any], BaseModel]]] = [
@@ -68,6 +69,7 @@ async def erase_user(
     principal.require(Permission.USERS_ERASE)
     await require_user(session, principal, user_id)
     counts = await repository.erase_user(session, principal.tenant_id, user_id, keep_idempotency_key=idempotency_key)
+    await enqueue_user_delete(session, principal.tenant_id, user_id, now)
     fingerprint = user_fingerprint(principal.tenant_id, user_id)
     await record_event(
         session,

@@ -1,0 +1,52 @@
+"""Hybrid relevance (DESIGN §3.8) and how it combines with an item's other merits in the window.
+
+Relevance fuses two rankings of the user's items for the query — lexical (PostgreSQL full-text search)
+and vector (cosine similarity in the index) — by reciprocal-rank fusion: score(d) = Σ 1 / (k + rank_r(d)),
+k = 60 (Cormack et al., 2009). RRF needs no score calibration between the two systems, and an item ranked
+well by either one rises; one ranked well by both rises most.
+
+In the window, a non-pinned item's importance is
+
+    0.45 · relevance + 0.25 · authority + 0.15 · confidence + 0.15 · recency
+
+with relevance = RRF score / best RRF score of this query (0–1), authority = rank / 4 (system 1 …
+inferred 0), confidence 0–1 and recency = 0.5 ^ (age in days / 30). Relevance weighs most because the
+query is what this turn is about; authority next, because a user's statement should outlast a guess.
+Sections still come first: importance orders items inside the order in which sections give way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+from typing import TypeVar
+
+K = TypeVar("K", bound=Hashable)
+
+RRF_K = 60
+W_RELEVANCE, W_AUTHORITY, W_CONFIDENCE, W_RECENCY = 0.45, 0.25, 0.15, 0.15
+RECENCY_HALF_LIFE_DAYS = 30.0
+
+
+def rrf(rankings: Sequence[Sequence[K]], *, k: int = RRF_K) -> dict[K, float]:
+    """Reciprocal-rank fusion of best-first rankings (ranks start at 1)."""
+    scores: dict[K, float] = {}
+    for ranking in rankings:
+        for rank, key in enumerate(ranking, start=1):
+            scores[key] = scores.get(key, 0.0) + 1.0 / (k + rank)
+    return scores
+
+
+def normalised(scores: dict[K, float]) -> dict[K, float]:
+    best = max(scores.values(), default=0.0)
+    return {key: s / best for key, s in scores.items()} if best > 0 else {}
+
+
+def importance(*, relevance: float, authority_rank: int, confidence: float, age_days: float) -> float:
+    """The combined merit of a non-pinned item (see the module docstring for the formula and why)."""
+    recency: float = 0.5 ** (max(0.0, age_days) / RECENCY_HALF_LIFE_DAYS)
+    return (
+        W_RELEVANCE * relevance
+        + W_AUTHORITY * (authority_rank / 4)
+        + W_CONFIDENCE * confidence
+        + W_RECENCY * recency
+    )

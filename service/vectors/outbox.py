@@ -1,0 +1,189 @@
+"""The vector outbox: changes to index, written in the same transaction as the change (so an index
+outage loses nothing), and the worker that applies them in order, idempotently, with retry and backoff."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from service.db.engine import Database, session_scope
+from service.vectors.base import Embedder, VectorIndex, VectorPoint
+
+log = logging.getLogger("ctxmem.vectors")
+
+ACTIVE = ("available", "verified", "missing")
+
+
+async def enqueue_sync(
+    session: AsyncSession, tenant_id: str, user_id: str, item_ids: Sequence[uuid.UUID], now: datetime
+) -> None:
+    """Ask the worker to make these items' points match their rows (upsert if active, else delete)."""
+    if not item_ids:
+        return
+    await session.execute(
+        text(
+            "INSERT INTO vector_outbox (tenant_id, user_id, item_id, op, created_at, next_attempt_at) "
+            "SELECT :t, :u, i, 'sync', :now, :now FROM unnest(CAST(:ids AS uuid[])) WITH ORDINALITY AS x(i, n) "
+            "ORDER BY n"
+        ),
+        {"t": tenant_id, "u": user_id, "ids": list(item_ids), "now": now},
+    )
+
+
+async def enqueue_user_delete(session: AsyncSession, tenant_id: str, user_id: str, now: datetime) -> None:
+    """Erasure: drop the user's pending changes and remove all their points."""
+    await session.execute(
+        text("DELETE FROM vector_outbox WHERE tenant_id = :t AND user_id = :u"), {"t": tenant_id, "u": user_id}
+    )
+    await session.execute(
+        text(
+            "INSERT INTO vector_outbox (tenant_id, user_id, item_id, op, created_at, next_attempt_at) "
+            "VALUES (:t, :u, NULL, 'delete_user', :now, :now)"
+        ),
+        {"t": tenant_id, "u": user_id, "now": now},
+    )
+
+
+@dataclass(frozen=True)
+class Lag:
+    pending: int
+    oldest_seconds: float
+
+
+async def lag(session: AsyncSession) -> Lag:
+    row = (
+        await session.execute(
+            text(
+                "SELECT (SELECT count(*) FROM vector_outbox) AS pending, "
+                "COALESCE(EXTRACT(EPOCH FROM now() - (SELECT created_at FROM vector_outbox ORDER BY id LIMIT 1)), 0)"
+                " AS oldest"
+            )
+        )
+    ).one()
+    return Lag(int(row.pending), float(row.oldest))
+
+
+class OutboxWorker:
+    """Applies outbox rows to the index. Several processes may run one: rows are claimed with SKIP LOCKED."""
+
+    def __init__(
+        self, db: Database, index: VectorIndex, embedder: Embedder, *, batch_size: int, max_backoff: float
+    ) -> None:
+        self.db = db
+        self.index = index
+        self.embedder = embedder
+        self.batch_size = batch_size
+        self.max_backoff = max_backoff
+        self.applied = 0
+        self.failures = 0
+
+    async def drain_once(self) -> int:
+        """Apply one batch of due rows; returns how many were applied (0: none due; -1: the batch failed
+        and was rescheduled with backoff)."""
+        async with session_scope(self.db) as session:
+            rows = (
+                await session.execute(
+                    text(
+                        "SELECT id, tenant_id, user_id, item_id, op, attempts FROM vector_outbox "
+                        "WHERE next_attempt_at <= now() ORDER BY id LIMIT :n FOR UPDATE SKIP LOCKED"
+                    ),
+                    {"n": self.batch_size},
+                )
+            ).all()
+            if not rows:
+                return 0
+            ids = [r.id for r in rows]
+            try:
+                await self._apply(session, rows)
+            except Exception as exc:  # index down, embedder down: keep the rows, retry later
+                self.failures += 1
+                attempts = max(r.attempts for r in rows) + 1
+                delay = min(self.max_backoff, 0.5 * 2**attempts)
+                log.warning("vector outbox batch failed (attempt %d, retry in %.1fs): %s", attempts, delay, exc)
+                await session.execute(
+                    text(
+                        "UPDATE vector_outbox SET attempts = attempts + 1, last_error = :e, "
+                        "next_attempt_at = now() + make_interval(secs => :d) WHERE id = ANY(:ids)"
+                    ),
+                    {"e": f"{type(exc).__name__}: {exc}"[:2000], "d": delay, "ids": ids},
+                )
+                return -1
+            await session.execute(text("DELETE FROM vector_outbox WHERE id = ANY(:ids)"), {"ids": ids})
+            self.applied += len(ids)
+            return len(ids)
+
+    async def _apply(self, session: AsyncSession, rows: Sequence[Any]) -> None:
+        # Erasures first: a sync listed before an erasure finds its row gone and deletes the point anyway,
+        # and one listed after it (a new item of a reused user id) is upserted after the erasure.
+        for r in rows:
+            if r.op == "delete_user":
+                await self.index.delete_user(r.tenant_id, r.user_id)
+        item_ids = list(dict.fromkeys(r.item_id for r in rows if r.op == "sync"))
+        if not item_ids:
+            return
+        items = (
+            await session.execute(
+                text(
+                    "SELECT id, tenant_id, user_id, type, status, domain, content, embedding FROM context_item "
+                    "WHERE id = ANY(:ids)"
+                ),
+                {"ids": item_ids},
+            )
+        ).all()
+        live = [i for i in items if i.status in ACTIVE]
+        gone = set(item_ids) - {i.id for i in live}
+        missing = [i for i in live if i.embedding is None]
+        vectors = await self.embedder.embed([i.content for i in missing]) if missing else []
+        computed = {i.id: v for i, v in zip(missing, vectors, strict=True)}
+        points = [
+            VectorPoint(
+                id=i.id,
+                vector=list(i.embedding) if i.embedding is not None else computed[i.id],
+                payload={
+                    "tenant_id": i.tenant_id,
+                    "user_id": i.user_id,
+                    "type": i.type,
+                    "status": i.status,
+                    "domain": i.domain,
+                },
+            )
+            for i in live
+        ]
+        if points:
+            await self.index.upsert(points)
+        if gone:
+            await self.index.delete(sorted(gone))
+
+    async def drain(self, *, max_rounds: int | None = None) -> int:
+        """Apply everything due now (the reindex job, tests); stops at the first failing batch."""
+        total = 0
+        rounds = 0
+        while max_rounds is None or rounds < max_rounds:
+            n = await self.drain_once()
+            rounds += 1
+            if n <= 0:
+                break
+            total += n
+        return total
+
+    async def run(self, stop: asyncio.Event, *, poll: float) -> None:
+        """The background loop of the API process."""
+        while not stop.is_set():
+            try:
+                n = await self.drain_once()
+            except Exception:  # the database itself is unreachable: wait and try again
+                log.exception("vector outbox worker error")
+                n = -1
+            if n > 0:
+                continue
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), timeout=poll if n == 0 else poll * 5)
