@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Request
 
 from jobs import repository
 from jobs.runner import run_job
@@ -24,6 +24,7 @@ class JobBusy(Conflict):
 
 @router.post("/{name}/run", response_model=JobRunRead, summary="Run a job now for this tenant (admin)")
 async def run(
+    request: Request,
     name: JobName,
     principal: PrincipalDep,
     db: DatabaseDep,
@@ -35,7 +36,13 @@ async def run(
     principal.require(Permission.JOBS_RUN)
     run_clock = FixedClock(body.now) if body and body.now else clock
     result = await run_job(
-        name, db=db, settings=settings, clock=run_clock, tenant_id=principal.tenant_id, trigger="api"
+        name,
+        db=db,
+        settings=settings,
+        clock=run_clock,
+        tenant_id=principal.tenant_id,
+        trigger="api",
+        vectors=request.app.state.vectors,
     )
     if result.run_id is None:
         raise JobBusy(result.reason or "another process is running this job")

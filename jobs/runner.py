@@ -24,8 +24,10 @@ from service.clock import Clock
 from service.db.engine import Database, session_scope
 from service.ids import uuid7
 from service.settings import Settings
+from service.vectors.outbox import lag as outbox_lag
+from service.vectors.recall import VectorRecall, build_recall
 
-JOB_NAMES = ("expire", "promote", "decay", "purge")
+JOB_NAMES = ("expire", "promote", "decay", "purge", "reindex")
 Progress = Callable[[str, int, int], None]  # (kind, rows changed so far in this kind, estimated total)
 
 
@@ -54,6 +56,7 @@ class JobContext:
     run_id: uuid.UUID
     name: str
     progress: Progress | None
+    vectors: VectorRecall | None = None
 
     def params(self, **extra: Any) -> dict[str, Any]:
         return {
@@ -148,7 +151,34 @@ async def job_purge(ctx: JobContext) -> dict[str, int]:
     return {"items_purged": items, "idempotency_purged": idem, "job_runs_purged": runs}
 
 
+async def job_reindex(ctx: JobContext) -> dict[str, int]:
+    """Apply the vector outbox now (what the API process's worker does continuously). Uses the calling
+    process's index, or builds one from settings (the CLI; with the embedded index, stop the API first:
+    one process owns its files)."""
+    recall = ctx.vectors or await build_recall(ctx.db, ctx.settings)
+    if recall is None:
+        return {"vectors_applied": 0}
+    try:
+        async with session_scope(ctx.db) as session:
+            total = (await outbox_lag(session)).pending
+        applied = 0
+        while True:
+            n = await recall.worker.drain_once()
+            if n < 0:
+                raise RuntimeError("the vector index rejected a batch; it stays queued with backoff")
+            if n == 0:
+                break
+            applied += n
+            if ctx.progress is not None:
+                ctx.progress("vectors_applied", applied, total)
+        return {"vectors_applied": applied}
+    finally:
+        if ctx.vectors is None:
+            await recall.index.close()
+
+
 JOBS: dict[str, Callable[[JobContext], Awaitable[dict[str, int]]]] = {
+    "reindex": job_reindex,
     "expire": job_expire,
     "promote": job_promote,
     "decay": job_decay,
@@ -166,6 +196,7 @@ async def run_job(
     trigger: str = "cli",
     tick: datetime | None = None,
     progress: Progress | None = None,
+    vectors: VectorRecall | None = None,
 ) -> JobResult:
     if name not in JOBS:
         raise ValueError(f"unknown job {name!r}; jobs: {', '.join(JOB_NAMES)}")
@@ -176,7 +207,7 @@ async def run_job(
         if not got:
             return JobResult(None, name, "skipped", now, reason="another process is running this job")
         try:
-            return await _run_locked(name, db, settings, now, tenant_id, trigger, tick, progress)
+            return await _run_locked(name, db, settings, now, tenant_id, trigger, tick, progress, vectors)
         finally:
             await lock_conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": lock_key(name)})
             await lock_conn.commit()
@@ -191,6 +222,7 @@ async def _run_locked(
     trigger: str,
     tick: datetime | None,
     progress: Progress | None,
+    vectors: VectorRecall | None,
 ) -> JobResult:
     run_id = uuid7()
     started = Clock().now()
@@ -207,7 +239,7 @@ async def _run_locked(
         }
         if not await repository.start_run(session, row):
             return JobResult(None, name, "skipped", now, reason=f"tick {tick} already ran on another replica")
-    ctx = JobContext(db, settings, now, tenant_id, run_id, name, progress)
+    ctx = JobContext(db, settings, now, tenant_id, run_id, name, progress, vectors)
     try:
         rows = await JOBS[name](ctx)
     except Exception as exc:

@@ -10,7 +10,7 @@ from pydantic import AwareDatetime, Field
 
 from schemas.common import ReadModel, StrictModel
 
-JobName = Literal["expire", "promote", "decay", "purge"]
+JobName = Literal["expire", "promote", "decay", "purge", "reindex"]
 
 
 class JobRunRequest(StrictModel):

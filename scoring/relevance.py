@@ -9,8 +9,8 @@ In the window, a non-pinned item's importance is
 
     0.45 · relevance + 0.25 · authority + 0.15 · confidence + 0.15 · recency
 
-with relevance = RRF score / best RRF score of this query (0–1), authority = rank / 4 (system 1 …
-inferred 0), confidence 0–1 and recency = 0.5 ^ (age in days / 30). Relevance weighs most because the
+with relevance = RRF score / best RRF score of this query (0-1), authority = rank / 4 (system 1 …
+inferred 0), confidence 0-1 and recency = 0.5 ^ (age in days / 30). Relevance weighs most because the
 query is what this turn is about; authority next, because a user's statement should outlast a guess.
 Sections still come first: importance orders items inside the order in which sections give way.
 """
@@ -45,8 +45,5 @@ def importance(*, relevance: float, authority_rank: int, confidence: float, age_
     """The combined merit of a non-pinned item (see the module docstring for the formula and why)."""
     recency: float = 0.5 ** (max(0.0, age_days) / RECENCY_HALF_LIFE_DAYS)
     return (
-        W_RELEVANCE * relevance
-        + W_AUTHORITY * (authority_rank / 4)
-        + W_CONFIDENCE * confidence
-        + W_RECENCY * recency
+        W_RELEVANCE * relevance + W_AUTHORITY * (authority_rank / 4) + W_CONFIDENCE * confidence + W_RECENCY * recency
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator
@@ -24,6 +25,7 @@ from service.settings import Settings, get_settings
 from service.timeline.endpoints import router as timeline_router
 from service.tokenizer import build_tokenizer
 from service.users.endpoints import router as users_router
+from service.vectors.recall import OutboxGauges, VectorRecall, build_recall
 from service.windows.endpoints import router as windows_router
 
 log = logging.getLogger("ctxmem")
@@ -36,10 +38,15 @@ context for each model call. Authenticate with `Authorization: Bearer <key>` (cr
 
 
 def create_app(
-    settings: Settings | None = None, *, database: Database | None = None, clock: Clock | None = None
+    settings: Settings | None = None,
+    *,
+    database: Database | None = None,
+    clock: Clock | None = None,
+    vectors: VectorRecall | None = None,
 ) -> FastAPI:
-    """``database`` lets tests and the CLI hand over an engine they already built (it is then not
-    disposed here); otherwise one is built from settings (embedded PostgreSQL when no URL is set)."""
+    """``database`` and ``vectors`` let tests and the CLI hand over what they already built (then not
+    closed here, and no background worker is started: the caller drains the outbox); otherwise both are
+    built from settings (embedded PostgreSQL and the embedded vector index by default)."""
     settings = settings or get_settings()
 
     @contextlib.asynccontextmanager
@@ -51,10 +58,24 @@ def create_app(
             if settings.auto_migrate:
                 await migrate.upgrade(db.engine)
         app.state.db = db
+        stop = asyncio.Event()
+        worker_task = None
+        if database is None:
+            recall = await build_recall(db, settings)
+            app.state.vectors = recall
+            if recall is not None:
+                worker_task = asyncio.create_task(
+                    recall.worker.run(stop, poll=settings.outbox_poll_seconds, on_lag=outbox_gauges.update)
+                )
         try:
             yield
         finally:
+            stop.set()
+            if worker_task is not None:
+                await worker_task
             if database is None:
+                if app.state.vectors is not None:
+                    await app.state.vectors.index.close()
                 await db.dispose()
 
     app = FastAPI(
@@ -64,6 +85,7 @@ def create_app(
         lifespan=lifespan,
     )
     app.state.settings = settings
+    app.state.vectors = vectors
     if database is not None:
         app.state.db = database
     app.state.clock = clock or Clock()
@@ -79,6 +101,8 @@ def create_app(
     app.include_router(windows_router)
     app.include_router(jobs_router)
     registry = CollectorRegistry(auto_describe=True)
+    outbox_gauges = OutboxGauges(registry)
+    app.state.outbox_gauges = outbox_gauges
     Instrumentator(
         registry=registry,
         excluded_handlers=["/metrics"],

@@ -155,7 +155,7 @@ class Settings(BaseSettings):
     @classmethod
     def _schedules(cls, value: dict[str, str]) -> dict[str, str]:
         for name, spec in value.items():
-            if name not in ("expire", "promote", "decay", "purge"):
+            if name not in ("expire", "promote", "decay", "purge", "reindex"):
                 raise ValueError(f"unknown job {name!r} in job_schedules")
             kind, _, arg = spec.partition(":")
             if kind == "interval":

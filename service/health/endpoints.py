@@ -43,6 +43,33 @@ async def readyz(request: Request) -> JSONResponse:
             "status": "behind" if behind else "ok",
         }
         ready = not behind
+    vectors = request.app.state.vectors
+    if vectors is None:
+        checks["vectors"] = {"backend": "off"}
+    else:
+        state: dict[str, Any] = {"backend": vectors.index.name, "embedder": vectors.embedder.name}
+        try:
+            state["points"] = await vectors.index.count()
+            state["index"] = "ok"
+        except Exception as exc:  # the window degrades to PostgreSQL-only ranking; not a reason to stop serving
+            state["index"] = f"unavailable: {type(exc).__name__}"
+        if ready:
+            try:
+                async with db.engine.connect() as conn:
+                    row = (
+                        await conn.execute(
+                            text(
+                                "SELECT count(*), COALESCE(EXTRACT(EPOCH FROM now() - min(created_at)), 0)"
+                                " FROM vector_outbox"
+                            )
+                        )
+                    ).one()
+                state["outbox_pending"], state["outbox_oldest_seconds"] = int(row[0]), round(float(row[1]), 3)
+                request.app.state.outbox_gauges.pending.set(int(row[0]))
+                request.app.state.outbox_gauges.oldest.set(float(row[1]))
+            except Exception as exc:
+                state["outbox"] = f"unreadable: {type(exc).__name__}"
+        checks["vectors"] = state
     checks["tokenizer"] = {
         "name": request.app.state.tokenizer.name,
         "exact": request.app.state.tokenizer.exact,

@@ -6,8 +6,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -175,9 +176,15 @@ class OutboxWorker:
             total += n
         return total
 
-    async def run(self, stop: asyncio.Event, *, poll: float) -> None:
-        """The background loop of the API process."""
+    async def run(self, stop: asyncio.Event, *, poll: float, on_lag: Callable[[Lag], None] | None = None) -> None:
+        """The background loop of the API process; ``on_lag`` receives the lag about once a second."""
+        last_report = 0.0
         while not stop.is_set():
+            if on_lag is not None and time.monotonic() - last_report >= 1.0:
+                last_report = time.monotonic()
+                with contextlib.suppress(Exception):
+                    async with session_scope(self.db) as session:
+                        on_lag(await lag(session))
             try:
                 n = await self.drain_once()
             except Exception:  # the database itself is unreachable: wait and try again

@@ -1,0 +1,63 @@
+"""The vector-recall bundle a process holds: the index, the embedder and the outbox worker."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from prometheus_client import CollectorRegistry, Gauge
+
+from service.db.engine import Database
+from service.settings import Settings
+from service.vectors.base import Embedder, VectorIndex
+from service.vectors.outbox import Lag, OutboxWorker
+
+
+class OutboxGauges:
+    """Prometheus gauges of the vector outbox, in the app's registry."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.pending = Gauge(
+            "ctxmem_vector_outbox_pending", "Changes not yet applied to the vector index", registry=registry
+        )
+        self.oldest = Gauge(
+            "ctxmem_vector_outbox_oldest_seconds", "Age of the oldest change not yet applied", registry=registry
+        )
+
+    def update(self, lag: Lag) -> None:
+        self.pending.set(lag.pending)
+        self.oldest.set(lag.oldest_seconds)
+
+
+@dataclass
+class VectorRecall:
+    index: VectorIndex
+    embedder: Embedder
+    worker: OutboxWorker
+
+
+async def build_recall(db: Database, settings: Settings) -> VectorRecall | None:
+    """From settings; ``None`` when vector recall is off."""
+    if settings.vector_backend == "off":
+        return None
+    from service.vectors.embedders import build_embedder
+    from service.vectors.factory import build_index
+
+    embedder = build_embedder(
+        settings.embedder,
+        dim=settings.embedding_dim,
+        url=settings.embedding_url,
+        model=settings.embedding_model,
+        api_key=settings.embedding_api_key,
+    )
+    index = build_index(
+        settings.vector_backend,
+        dim=settings.embedding_dim,
+        data_dir=settings.data_dir,
+        url=settings.qdrant_url,
+        api_key=settings.qdrant_api_key,
+    )
+    await index.ensure_collection()
+    worker = OutboxWorker(
+        db, index, embedder, batch_size=settings.outbox_batch_size, max_backoff=settings.outbox_max_backoff_seconds
+    )
+    return VectorRecall(index, embedder, worker)
