@@ -128,6 +128,8 @@ class Settings(BaseSettings):
     vector_max_lag_seconds: float = Field(30.0, gt=0)
     # Hybrid relevance: reciprocal-rank fusion constant and how many candidates each ranking contributes.
     rrf_k: int = Field(60, ge=1)
+    # Which rankings relevance fuses: both (the default), or one of them (for evaluation and fallback).
+    recall_mode: Literal["hybrid", "lexical", "vector"] = "hybrid"
     recall_candidates: int = Field(100, ge=1, le=10_000)
 
     # Windows (DESIGN §3.6): with context_limit, the budget is min(limit - reserve, watermark x limit).
