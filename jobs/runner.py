@@ -175,6 +175,7 @@ async def job_reindex(ctx: JobContext) -> dict[str, int]:
     finally:
         if ctx.vectors is None:
             await recall.index.close()
+            await recall.embedder.close()
 
 
 JOBS: dict[str, Callable[[JobContext], Awaitable[dict[str, int]]]] = {

@@ -76,6 +76,7 @@ def create_app(
             if database is None:
                 if app.state.vectors is not None:
                     await app.state.vectors.index.close()
+                    await app.state.vectors.embedder.close()
                 await db.dispose()
 
     app = FastAPI(

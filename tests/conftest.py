@@ -30,6 +30,7 @@ from service.db import migrate
 from service.db.embedded import ensure_database, start_embedded
 from service.db.engine import Database, create_database, plain_url, session_scope
 from service.settings import Settings
+from service.vectors.recall import VectorRecall, build_recall
 
 
 @pytest.fixture(scope="session")
@@ -78,8 +79,19 @@ async def db(settings: Settings) -> AsyncIterator[Database]:
 
 
 @pytest.fixture(scope="session")
-def app(settings: Settings, db: Database):  # type: ignore[no-untyped-def]
-    return create_app(settings, database=db)
+async def vectors(db: Database, settings: Settings) -> AsyncIterator[VectorRecall]:
+    """The default vector stack (embedded Qdrant Edge + hashing embedder) under the session data dir.
+    No background worker runs in tests: a test drains the outbox when it wants the index up to date."""
+    recall = await build_recall(db, settings)
+    assert recall is not None
+    yield recall
+    await recall.index.close()
+    await recall.embedder.close()
+
+
+@pytest.fixture(scope="session")
+def app(settings: Settings, db: Database, vectors: VectorRecall):  # type: ignore[no-untyped-def]
+    return create_app(settings, database=db, vectors=vectors)
 
 
 @pytest.fixture

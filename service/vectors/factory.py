@@ -1,0 +1,32 @@
+"""Builds the vector index named by settings (``CTXMEM_VECTOR_BACKEND``). Each backend's package is imported
+only when chosen, so a deployment that talks to a Qdrant server does not load the embedded engine."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from service.vectors.base import VectorIndex
+
+BACKENDS = ("edge", "qdrant", "memory", "local")
+
+
+def build_index(backend: str, *, dim: int, data_dir: Path, url: str | None, api_key: str | None) -> VectorIndex:
+    """``edge`` (default): Qdrant Edge, embedded, under ``data_dir/vectors``; one process at a time.
+    ``qdrant``: a Qdrant server at ``url``. ``memory``: qdrant-client in memory, lost at exit (tests).
+    ``local``: qdrant-client's local mode under ``data_dir/qdrant-local``: a Python scan of every point per
+    search, slow past a few thousand points; a pure-Python fallback."""
+    if backend == "edge":
+        from service.vectors.qdrant_edge import QdrantEdgeIndex
+
+        return QdrantEdgeIndex(data_dir / "vectors", dim=dim)
+    if backend in ("qdrant", "memory", "local"):
+        from service.vectors.qdrant_server import QdrantServerIndex
+
+        if backend == "qdrant":
+            if not url:
+                raise ValueError("vector backend 'qdrant' needs a server URL (CTXMEM_QDRANT_URL)")
+            return QdrantServerIndex(url=url, api_key=api_key, dim=dim)
+        if backend == "memory":
+            return QdrantServerIndex(location=":memory:", dim=dim)
+        return QdrantServerIndex(path=data_dir / "qdrant-local", dim=dim)
+    raise ValueError(f"unknown vector backend {backend!r}; expected one of {', '.join(BACKENDS)}")

@@ -1,0 +1,197 @@
+"""The vector index on ``qdrant_client.AsyncQdrantClient``: a Qdrant server by URL (production), or the client's
+local mode (``location=":memory:"`` for tests, ``path=`` on disk). Local mode is a pure-Python scan over every
+point of the collection (no payload indexes, no HNSW): right for tests and tiny data sets, slow beyond a few
+thousand points (see ``bench/vector_index.py``)."""
+
+from __future__ import annotations
+
+import contextlib
+import uuid
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+from qdrant_client import AsyncQdrantClient, models
+
+from service.vectors.base import COLLECTION, PAYLOAD_FIELDS, Hit, VectorIndexUnavailable, VectorPoint
+
+
+class QdrantServerIndex:
+    """One collection (cosine) in Qdrant. Point ids are the item UUIDs as strings.
+
+    Give exactly one of ``client`` (which ``close()`` then closes), ``url`` (+ ``api_key``),
+    ``location=":memory:"`` or ``path``. Every client failure is raised as ``VectorIndexUnavailable``;
+    a vector of the wrong length is a caller bug and raises ``ValueError`` before any I/O.
+    """
+
+    def __init__(
+        self,
+        *,
+        dim: int,
+        client: AsyncQdrantClient | None = None,
+        url: str | None = None,
+        api_key: str | None = None,
+        location: str | None = None,
+        path: str | Path | None = None,
+        collection: str = COLLECTION,
+        timeout: int | None = None,
+    ) -> None:
+        given = sum(x is not None for x in (client, url, location, path))
+        if given != 1:
+            raise ValueError("QdrantServerIndex needs exactly one of client, url, location or path")
+        if dim < 1:
+            raise ValueError(f"dim must be positive, got {dim}")
+        if client is None:
+            # check_compatibility would ask the server for its version from a background thread at
+            # construction and warn if it is down; an unreachable index is a normal state here (the outbox
+            # retries), reported by health, not a warning at start-up.
+            client = AsyncQdrantClient(
+                url=url,
+                api_key=api_key,
+                location=location,
+                path=str(path) if path is not None else None,
+                timeout=timeout,
+                check_compatibility=False,
+            )
+        self.client = client
+        self.dim = dim
+        self.collection = collection
+        options = client.init_options
+        self.local = options.get("location") == ":memory:" or options.get("path") is not None
+        if options.get("location") == ":memory:":
+            self.name = "qdrant-memory"
+        elif options.get("path") is not None:
+            self.name = "qdrant-local"
+        else:
+            self.name = "qdrant"
+
+    async def ensure_collection(self) -> None:
+        """Create the collection and its keyword payload indexes if missing; an existing collection of
+        another dimension raises ``ValueError`` (the embedder changed: reindex into a new collection)."""
+        with _unavailable("ensure_collection"):
+            exists = await self.client.collection_exists(self.collection)
+            if not exists:
+                try:
+                    await self.client.create_collection(
+                        self.collection,
+                        vectors_config=models.VectorParams(size=self.dim, distance=models.Distance.COSINE),
+                    )
+                except Exception:
+                    # Another process may have created it between the check and the create.
+                    if not await self.client.collection_exists(self.collection):
+                        raise
+            info = await self.client.get_collection(self.collection)
+        vectors = info.config.params.vectors
+        size = vectors.size if isinstance(vectors, models.VectorParams) else None
+        if size != self.dim:
+            raise ValueError(
+                f"Qdrant collection {self.collection!r} holds vectors of size {size}, the embedder makes {self.dim}"
+            )
+        if self.local:
+            # Local mode ignores payload indexes (it scans) and warns when asked for one.
+            return
+        with _unavailable("ensure_collection"):
+            for field in PAYLOAD_FIELDS:
+                if field in info.payload_schema:
+                    continue
+                await self.client.create_payload_index(
+                    self.collection,
+                    field,
+                    field_schema=models.KeywordIndexParams(
+                        type=models.KeywordIndexType.KEYWORD, is_tenant=field == "tenant_id"
+                    ),
+                )
+
+    async def upsert(self, points: Sequence[VectorPoint]) -> None:
+        if not points:
+            return
+        structs = [
+            models.PointStruct(id=str(p.id), vector=self._vector(p.vector), payload=dict(p.payload)) for p in points
+        ]
+        with _unavailable("upsert"):
+            await self.client.upsert(self.collection, points=structs, wait=True)
+
+    async def delete(self, ids: Sequence[uuid.UUID]) -> None:
+        if not ids:
+            return
+        with _unavailable("delete"):
+            await self.client.delete(
+                self.collection, points_selector=models.PointIdsList(points=[str(i) for i in ids]), wait=True
+            )
+
+    async def delete_user(self, tenant_id: str, user_id: str) -> None:
+        selector = models.FilterSelector(filter=_filter(tenant_id=tenant_id, user_id=user_id))
+        with _unavailable("delete_user"):
+            await self.client.delete(self.collection, points_selector=selector, wait=True)
+
+    async def search(
+        self,
+        vector: Sequence[float],
+        *,
+        tenant_id: str,
+        user_id: str,
+        limit: int,
+        statuses: Sequence[str] | None = None,
+        types: Sequence[str] | None = None,
+    ) -> list[Hit]:
+        query = self._vector(vector)
+        if limit < 1 or _excludes_everything(statuses, types):
+            return []
+        flt = _filter(tenant_id=tenant_id, user_id=user_id, statuses=statuses, types=types)
+        with _unavailable("search"):
+            response = await self.client.query_points(
+                self.collection, query=query, query_filter=flt, limit=limit, with_payload=False, with_vectors=False
+            )
+        return [Hit(_uuid(p.id), p.score) for p in response.points]
+
+    async def count(self, *, tenant_id: str | None = None, user_id: str | None = None) -> int:
+        flt = _filter(tenant_id=tenant_id, user_id=user_id)
+        with _unavailable("count"):
+            result = await self.client.count(self.collection, count_filter=flt, exact=True)
+        return result.count
+
+    async def close(self) -> None:
+        with _unavailable("close"):
+            await self.client.close()
+
+    def _vector(self, vector: Sequence[float]) -> list[float]:
+        if len(vector) != self.dim:
+            raise ValueError(f"vector has {len(vector)} dimensions, the index {self.collection!r} has {self.dim}")
+        return [float(x) for x in vector]
+
+
+def _filter(
+    *,
+    tenant_id: str | None,
+    user_id: str | None,
+    statuses: Sequence[str] | None = None,
+    types: Sequence[str] | None = None,
+) -> models.Filter | None:
+    must: list[models.Condition] = []
+    if tenant_id is not None:
+        must.append(models.FieldCondition(key="tenant_id", match=models.MatchValue(value=tenant_id)))
+    if user_id is not None:
+        must.append(models.FieldCondition(key="user_id", match=models.MatchValue(value=user_id)))
+    if statuses is not None:
+        must.append(models.FieldCondition(key="status", match=models.MatchAny(any=list(statuses))))
+    if types is not None:
+        must.append(models.FieldCondition(key="type", match=models.MatchAny(any=list(types))))
+    return models.Filter(must=must) if must else None
+
+
+def _excludes_everything(statuses: Sequence[str] | None, types: Sequence[str] | None) -> bool:
+    """An empty list of allowed values means "none of them" (not "any"): nothing can match, so no query."""
+    return (statuses is not None and not statuses) or (types is not None and not types)
+
+
+def _uuid(point_id: object) -> uuid.UUID:
+    return point_id if isinstance(point_id, uuid.UUID) else uuid.UUID(str(point_id))
+
+
+@contextlib.contextmanager
+def _unavailable(operation: str) -> Iterator[None]:
+    try:
+        yield
+    except VectorIndexUnavailable:
+        raise
+    except Exception as exc:  # connection refused, timeouts, UnexpectedResponse, a closed local client…
+        raise VectorIndexUnavailable(f"qdrant {operation} failed: {type(exc).__name__}: {exc}") from exc

@@ -1,0 +1,118 @@
+"""The vector outbox end to end: every change reaches the index through the outbox, an index outage loses
+nothing, erasure removes a user's points."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import httpx
+from sqlalchemy import text
+
+from service.db.engine import Database
+from service.settings import Settings
+from service.vectors.outbox import OutboxWorker
+from service.vectors.qdrant_edge import QdrantEdgeIndex
+from service.vectors.recall import VectorRecall
+from tests.conftest import TenantKeys
+
+
+async def pending(db: Database, tenant_id: str) -> int:
+    async with db.engine.connect() as conn:
+        return int(
+            (
+                await conn.execute(text("SELECT count(*) FROM vector_outbox WHERE tenant_id = :t"), {"t": tenant_id})
+            ).scalar_one()
+        )
+
+
+async def test_writes_supersede_delete_and_erase_reach_the_index(
+    client: httpx.AsyncClient, tenant: TenantKeys, db: Database, vectors: VectorRecall
+) -> None:
+    items = [{"type": "fact", "content": f"fact number {i} about caches"} for i in range(5)]
+    r = await client.post("/v1/users/v/items/batch", json={"items": items}, headers=tenant.agent)
+    ids = [i["id"] for i in r.json()["items"]]
+    assert await pending(db, tenant.tenant_id) == 5
+    await vectors.worker.drain()
+    assert await pending(db, tenant.tenant_id) == 0
+    assert await vectors.index.count(tenant_id=tenant.tenant_id, user_id="v") == 5
+
+    # supersede: the loser leaves the index; the winner enters it
+    a = await client.post(
+        "/v1/users/v/items", json={"type": "fact", "content": "budget 300", "key": "b", "value": 300, "source": "user",
+                                   "observed_at": "2026-11-01T00:00:00Z"}, headers=tenant.agent,
+    )  # fmt: skip
+    b = await client.post(
+        "/v1/users/v/items", json={"type": "fact", "content": "budget 500", "key": "b", "value": 500, "source": "user"},
+        headers=tenant.agent,
+    )  # fmt: skip
+    await client.delete(f"/v1/users/v/items/{ids[0]}", headers=tenant.agent)
+    await vectors.worker.drain()
+    hits = await vectors.index.search(
+        (await vectors.embedder.embed(["budget 300"]))[0], tenant_id=tenant.tenant_id, user_id="v", limit=50
+    )
+    found = {str(h.id) for h in hits}
+    assert b.json()["id"] in found and a.json()["id"] not in found and ids[0] not in found
+    assert await vectors.index.count(tenant_id=tenant.tenant_id, user_id="v") == 5  # 4 facts + budget 500
+
+    # erasure removes every point of the user (and only theirs)
+    await client.post("/v1/users/w2/items", json={"type": "fact", "content": "neighbour"}, headers=tenant.agent)
+    await client.delete("/v1/users/v", headers=tenant.admin)
+    await vectors.worker.drain()
+    assert await vectors.index.count(tenant_id=tenant.tenant_id, user_id="v") == 0
+    assert await vectors.index.count(tenant_id=tenant.tenant_id, user_id="w2") == 1
+
+
+async def test_index_outage_loses_nothing(
+    client: httpx.AsyncClient, tenant: TenantKeys, db: Database, settings: Settings, tmp_path: Path
+) -> None:
+    index = QdrantEdgeIndex(tmp_path / "vectors", dim=settings.embedding_dim)
+    await index.ensure_collection()
+    from service.vectors.embedders import HashingEmbedder
+
+    worker = OutboxWorker(db, index, HashingEmbedder(dim=settings.embedding_dim), batch_size=1000, max_backoff=2)
+    await worker.drain()  # catch up with everything written so far
+    await index.close()  # the index goes down
+    r = await client.post(
+        "/v1/users/o/items/batch",
+        json={"items": [{"type": "fact", "content": f"written while down {i}"} for i in range(7)]},
+        headers=tenant.agent,
+    )  # fmt: skip
+    assert r.status_code == 201  # writes still succeed
+    assert await worker.drain_once() == -1  # the batch fails and is kept, with backoff
+    async with db.engine.connect() as conn:
+        row = (
+            await conn.execute(
+                text("SELECT count(*), max(attempts), max(last_error) FROM vector_outbox WHERE tenant_id = :t"),
+                {"t": tenant.tenant_id},
+            )
+        ).one()
+    assert row[0] == 7 and row[1] == 1 and row[2]
+    index = QdrantEdgeIndex(tmp_path / "vectors", dim=settings.embedding_dim)  # back up
+    await index.ensure_collection()
+    worker.index = index
+    await asyncio.sleep(1.1)  # the first retry is due after one second
+    await worker.drain()
+    assert await pending(db, tenant.tenant_id) == 0
+    assert await index.count(tenant_id=tenant.tenant_id, user_id="o") == 7
+    await index.close()
+
+
+async def test_client_embedding_dimension_is_checked(
+    client: httpx.AsyncClient, tenant: TenantKeys, settings: Settings
+) -> None:
+    ok = await client.post(
+        "/v1/users/e/items",
+        json={"type": "fact", "content": "own vector", "embedding": [0.1] * settings.embedding_dim},
+        headers=tenant.agent,
+    )
+    assert ok.status_code == 201
+    bad = await client.post(
+        "/v1/users/e/items", json={"type": "fact", "content": "x", "embedding": [0.1, 0.2]}, headers=tenant.agent
+    )
+    assert bad.status_code == 422 and "dimensions" in bad.json()["detail"]
+    nan = await client.post(
+        "/v1/users/e/items", content=b'{"type": "fact", "content": "x", "embedding": [NaN]}',
+        headers={**tenant.agent, "content-type": "application/json"},
+    )  # fmt: skip
+    assert nan.status_code == 422
