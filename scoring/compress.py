@@ -82,7 +82,7 @@ def index_line(*, item_id: str, user_id: str, item_type: str, key: str | None, c
     """Names the item and how to fetch it in full."""
     words = " ".join(content.split()[:6])
     label = key or f"{item_type}: {truncate(words, 40)}"
-    return f"[ctx {item_id}: {label}, {token_cost} tokens — GET /v1/users/{user_id}/items/{item_id}]"
+    return f"[ctx: {label}, {token_cost} tokens — GET /v1/users/{user_id}/items/{item_id}]"
 
 
 def derive_levels(
@@ -124,9 +124,8 @@ def monotone(texts: Sequence[str], tokens: Sequence[int]) -> tuple[list[str], li
 def assemble_levels(
     content: str, token_cost: int, derived: Sequence[str], counts: Sequence[int]
 ) -> tuple[list[str], list[int]]:
-    """L0..L4 texts and token counts from the original, its derived L1..L4 and their counts. L1..L3 are
-    made monotone; the index line (L4) is kept as is, since it is what compact mode shows."""
-    texts = [content, *derived]
-    tokens = [token_cost, *counts]
-    fixed_t, fixed_n = monotone(texts[:4], tokens[:4])
-    return [*fixed_t, texts[4]], [*fixed_n, tokens[4]]
+    """L0..L4 texts and token counts from the original, its derived L1..L4 and their counts, made monotone:
+    an item shorter than its own index line shows its (shortest) text at L4 too — cheaper and more useful
+    than a pointer to it."""
+    fixed_t, fixed_n = monotone([content, *derived], [token_cost, *counts])
+    return fixed_t, fixed_n
