@@ -386,7 +386,16 @@ class RawPlan:
 
 
 async def load_plan(conn: asyncpg.Connection, tenant_id: str, requests: int) -> RawPlan:
-    items = await conn.fetch("SELECT * FROM context_item WHERE tenant_id = $1 ORDER BY created_at, id", tenant_id)
+    # Generated columns (the search tsvector) are the database's to compute: the replay leaves them out.
+    stored = await conn.fetch(
+        "SELECT column_name FROM information_schema.columns WHERE table_name = 'context_item'"
+        " AND is_generated = 'NEVER' ORDER BY ordinal_position"
+    )
+    columns = ", ".join(r["column_name"] for r in stored)
+    items = await conn.fetch(
+        f"SELECT {columns} FROM context_item WHERE tenant_id = $1 ORDER BY created_at, id",  # noqa: S608
+        tenant_id,
+    )
     events = await conn.fetch("SELECT * FROM event WHERE tenant_id = $1 AND user_id IS NOT NULL ORDER BY id", tenant_id)
     if not items:
         raise BenchFailure(f"the service stored no items for tenant {tenant_id}")
