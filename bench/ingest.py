@@ -393,7 +393,7 @@ async def load_plan(conn: asyncpg.Connection, tenant_id: str, requests: int) -> 
     )
     columns = ", ".join(r["column_name"] for r in stored)
     items = await conn.fetch(
-        f"SELECT {columns} FROM context_item WHERE tenant_id = $1 ORDER BY created_at, id",  # noqa: S608
+        f"SELECT {columns} FROM context_item WHERE tenant_id = $1 ORDER BY created_at, id",
         tenant_id,
     )
     events = await conn.fetch("SELECT * FROM event WHERE tenant_id = $1 AND user_id IS NOT NULL ORDER BY id", tenant_id)
