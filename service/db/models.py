@@ -119,7 +119,6 @@ class ContextItem(SQLModel, table=True):
             postgresql_where=sa.text("expires_at IS NOT NULL AND status IN ('available', 'verified', 'missing')"),
         ),
         sa.Index("ix_context_item_deleted", "deleted_at", postgresql_where=sa.text("status = 'deleted'")),
-        sa.Index("ix_context_item_search", "search_tsv", postgresql_using="gin"),
         # Conflict slots: (tenant, user, key, scope instance); history of a slot in id order.
         sa.Index(
             "ix_context_item_slot",
@@ -186,11 +185,6 @@ class ContextItem(SQLModel, table=True):
     # A client-sent embedding (dimension checked against the configured embedder); else computed by the
     # outbox worker when it indexes the item.
     embedding: list[float] | None = Field(default=None, sa_column=sa.Column(pg.ARRAY(sa.REAL), nullable=True))
-    # Lexical search: English stemming plus CJK characters as their own tokens (ctxmem_tsv, migration 0006).
-    search_tsv: Any = Field(
-        default=None,
-        sa_column=sa.Column(pg.TSVECTOR, sa.Computed("ctxmem_tsv(content)", persisted=True), nullable=True),
-    )
     related_ids: list[uuid.UUID] = Field(
         default_factory=list,
         sa_column=sa.Column(pg.ARRAY(pg.UUID(as_uuid=True)), nullable=False, server_default=sa.text("'{}'::uuid[]")),
