@@ -135,9 +135,10 @@ class Settings(BaseSettings):
     # Windows (DESIGN §3.6): with context_limit, the budget is min(limit - reserve, watermark x limit).
     window_watermark: float = Field(0.6, gt=0, le=1)
     # Per-process cache of what a window derives from a user's rows (service/windows/cache.py), checked
-    # against the database on every request. Bounded by users x selections and by rows; 0 turns it off.
+    # against the database on every request. Bounded by entries (user x session/task/stage/step x domains)
+    # and by the item and profile rows they hold, about 3.5 KB of memory each; 0 turns it off.
     window_cache_entries: int = Field(1_000, ge=0)
-    window_cache_rows: int = Field(100_000, ge=0)
+    window_cache_rows: int = Field(10_000, ge=0)
 
     log_level: Literal["debug", "info", "warning", "error"] = "info"
 

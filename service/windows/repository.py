@@ -22,23 +22,42 @@ class Row(asyncpg.Record):
 # The window is the hot path: rows come straight from asyncpg (C-decoded records) on the session's own
 # connection, skipping SQLAlchemy's per-row result processing (~10 ms for 1,000 rows). JSON columns
 # (value, variants) are only needed for rows written before levels were precomputed: fetched separately.
-_ITEMS_SQL = """
-SELECT id, type, content, key, domain, source, authority, scope, scope_ref, session_id, task_id, stage_id,
-       step_id, hard, status, confidence, observed_at, expires_at, updated_at, token_cost, level_texts,
-       level_tokens, related_ids
-FROM context_item
+#
+# ``version`` identifies a row version: a hash of the id seeded with ``xmin``, the transaction that wrote
+# this version of the row. Any UPDATE writes a new version with a new xmin, whatever columns it sets and
+# whether or not it touches ``updated_at``, so (count, bit_xor of version) over a set of rows changes
+# whenever a row of the set is inserted, updated or deleted, or enters or leaves the set. The service's
+# window cache keeps the pair computed from the rows it fetched and compares it with ``_VERSION_SQL``.
+_ITEMS_WHERE = """
 WHERE tenant_id = $1 AND user_id = $2 AND status IN ('available', 'verified', 'missing')
   AND (scope IN ('user', 'global')
        OR (scope = 'session' AND scope_ref = $3) OR (scope = 'task' AND scope_ref = $4)
        OR (scope = 'stage' AND scope_ref = $5) OR (scope = 'step' AND scope_ref = $6))
   AND ($7::text[] IS NULL OR domain IS NULL OR domain = ANY($7::text[]))
+"""
+_VERSION = "uuid_hash_extended(id, xmin::text::bigint)"
+_ITEMS_SQL = f"""
+SELECT id, type, content, key, domain, source, authority, scope, scope_ref, session_id, task_id, stage_id,
+       step_id, hard, status, confidence, observed_at, expires_at, updated_at, token_cost, level_texts,
+       level_tokens, related_ids, {_VERSION} AS version
+FROM context_item {_ITEMS_WHERE}
 ORDER BY id
 """
 _JSON_SQL = "SELECT id, value, variants FROM context_item WHERE tenant_id = $1 AND id = ANY($2::uuid[])"
-_ENTRIES_SQL = """
+_ENTRIES_SQL = f"""
 SELECT id, domain, dimension, key, value, polarity, tier, status, score, explicit, confirmed_at,
-       current_session_id, last_evidence_at, updated_at
+       current_session_id, last_evidence_at, updated_at, {_VERSION} AS version
 FROM profile_entry WHERE tenant_id = $1 AND user_id = $2 ORDER BY id
+"""
+# One statement, so both counts come from one snapshot. ``clean`` is false once this transaction has
+# written anything: rows it wrote carry its own xid, and a second write of the same row in the same
+# transaction would keep that xmin, so such a transaction neither reads nor fills the cache.
+_VERSION_SQL = f"""
+SELECT i.n AS items, i.x AS items_version, e.n AS entries, e.x AS entries_version,
+       pg_current_xact_id_if_assigned() IS NULL AS clean
+FROM (SELECT count(*) AS n, coalesce(bit_xor({_VERSION}), 0) AS x FROM context_item {_ITEMS_WHERE}) AS i,
+     (SELECT count(*) AS n, coalesce(bit_xor({_VERSION}), 0) AS x
+      FROM profile_entry WHERE tenant_id = $1 AND user_id = $2) AS e
 """
 
 
@@ -59,17 +78,7 @@ async def window_items(
     """Active items (expired ones too: the service reports stale tool results) of the user and global
     scopes and of the given session/task/stage/step instances, in the given domains or none."""
     driver = await _driver(session)
-    rows = await driver.fetch(
-        _ITEMS_SQL,
-        tenant_id,
-        user_id,
-        refs.get("session") or "",
-        refs.get("task") or "",
-        refs.get("stage") or "",
-        refs.get("step") or "",
-        list(domains) if domains else None,
-        record_class=Row,
-    )
+    rows = await driver.fetch(_ITEMS_SQL, *_item_args(tenant_id, user_id, refs, domains), record_class=Row)
     legacy = [r["id"] for r in rows if r["level_texts"] is None]
     if legacy:
         extra = {r["id"]: r for r in await driver.fetch(_JSON_SQL, tenant_id, legacy)}
@@ -96,6 +105,44 @@ class _Legacy:
 
 def _with_json(row: Any, extra: Any) -> Any:
     return _Legacy(row, extra) if row["level_texts"] is None else row
+
+
+def _item_args(
+    tenant_id: str, user_id: str, refs: dict[str, str | None], domains: Sequence[str] | None
+) -> tuple[Any, ...]:
+    return (
+        tenant_id,
+        user_id,
+        refs.get("session") or "",
+        refs.get("task") or "",
+        refs.get("stage") or "",
+        refs.get("step") or "",
+        list(domains) if domains else None,
+    )
+
+
+async def window_version(
+    session: AsyncSession,
+    *,
+    tenant_id: str,
+    user_id: str,
+    refs: dict[str, str | None],
+    domains: Sequence[str] | None,
+) -> tuple[tuple[int, int, int, int], bool]:
+    """What the window's rows are now: (items, their versions, entries, their versions) as
+    :func:`version_of` computes them from fetched rows, and whether this transaction has written nothing."""
+    driver = await _driver(session)
+    r = await driver.fetchrow(_VERSION_SQL, *_item_args(tenant_id, user_id, refs, domains))
+    return (r["items"], r["items_version"], r["entries"], r["entries_version"]), r["clean"]
+
+
+def version_of(rows: Sequence[Any]) -> tuple[int, int]:
+    """(count, bit_xor of ``version``) of fetched rows: equal to what ``_VERSION_SQL`` computes over the
+    same row versions (Python's ``^`` on negative ints is the two's-complement XOR of the int8 values)."""
+    mix = 0
+    for r in rows:
+        mix ^= r["version"]
+    return len(rows), mix
 
 
 async def window_entries(session: AsyncSession, *, tenant_id: str, user_id: str) -> list[Any]:

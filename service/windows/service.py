@@ -1,33 +1,34 @@
 """Window assembly, service side: fetch rows and the effective profile, turn them into plain elements,
-call the pure pipeline in ``scoring.window``, and shape the response. No policy lives here."""
+call the pure pipeline in ``scoring.window``, and shape the response. No policy lives here.
+
+What the rows give (``state.UserState``) depends on the request only through the rows it selects, so it
+is kept per process in ``cache.CACHE`` and reused for as long as one cheap query
+(``repository.window_version``) shows the same rows in the same versions; a request then only adds its own
+elements, the relevance of each item to its query, and the give-way steps its budget needs."""
 
 from __future__ import annotations
 
-import hashlib
 import json
-import re
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from functools import lru_cache
 from typing import Any
 
 from schemas.items import ItemCreate
 from schemas.windows import WindowRequest
 from scoring import history
-from scoring.compress import assemble_levels, derive_levels
 from scoring.conflicts import normalize_value
-from scoring.items import AUTHORITY_RANK
-from scoring.profile import EffectiveProfile, effective_profile
-from scoring.scopes import ScopeContext, Scoped, effective
+from scoring.scopes import ScopeContext
 from scoring.window import BudgetTooSmall as TooSmall
-from scoring.window import Element, assemble
+from scoring.window import Element, assemble_prepared
 from service.auth.service import Permission
 from service.context import RequestContext
 from service.errors import ServiceError, ValidationFailed
 from service.items.service import create_items
-from service.profiles.service import _pure as pure_entry
 from service.settings import Settings
 from service.tokenizer import Tokenizer
 from service.windows import repository
+from service.windows.cache import CACHE
+from service.windows.state import UserState, fixed, terms
 
 
 class BudgetTooSmallError(ServiceError):
@@ -38,32 +39,51 @@ class HistoryInvalid(ValidationFailed):
     slug, title = "history-invalid", "The messages are not a well-formed chat history"
 
 
-_WORD = re.compile(r"[a-z0-9]{3,}|[\u3040-\u30ff\u3400-\u9fff]")
+# BPEs whose pre-tokenizer never puts a newline and a following "#" into one piece: a window text counts
+# as the sum of its section blocks (scoring.window.assemble_prepared, count_blocks; checked against the
+# real encodings in tests/service/windows/test_window_counting.py). The weighted estimate rounds per
+# text, so it counts the joined text.
+BLOCK_ADDITIVE = frozenset({"o200k_base", "cl100k_base"})
 
 
-def _terms(text: str) -> frozenset[str]:
-    """Lowercased words of 3+ letters and single CJK characters (so Chinese queries match too)."""
-    return frozenset(_WORD.findall(text.lower()))
+class TokenCounter:
+    """The tokenizer's count, memoised: profile lines, headers, repeated history messages and unchanged
+    window blocks are counted once. Bounded by entries and by the characters it holds, since window
+    blocks can be long and each distinct input makes new ones."""
+
+    def __init__(self, tokenizer: Tokenizer, *, max_entries: int = 65_536, max_chars: int = 4_000_000) -> None:
+        self._count = tokenizer.count
+        self._memo: OrderedDict[str, int] = OrderedDict()
+        self._chars = 0
+        self._max_entries, self._max_chars = max_entries, max_chars
+        self.additive = tokenizer.exact and tokenizer.name in BLOCK_ADDITIVE
+
+    def __call__(self, text: str) -> int:
+        n = self._memo.get(text)
+        if n is not None:
+            self._memo.move_to_end(text)
+            return n
+        n = self._count(text)
+        if len(text) * 64 <= self._max_chars:
+            self._memo[text] = n
+            self._chars += len(text)
+            while len(self._memo) > self._max_entries or self._chars > self._max_chars:
+                old, _ = self._memo.popitem(last=False)
+                self._chars -= len(old)
+        return n
+
+    def blocks(self, blocks: Sequence[str]) -> int:
+        """The tokens of the blocks' concatenation, for a block-additive tokenizer."""
+        return sum(self(b) for b in blocks)
 
 
-def counter(tokenizer: Tokenizer) -> Callable[[str], int]:
-    """A memoised count: profile lines, headers and repeated history messages are counted once."""
-
-    @lru_cache(maxsize=65_536)
-    def count(text: str) -> int:
-        return tokenizer.count(text)
-
-    return count
+_COUNTERS: dict[Tokenizer, TokenCounter] = {}
 
 
-_COUNTERS: dict[int, Callable[[str], int]] = {}
-
-
-def cached_counter(tokenizer: Tokenizer) -> Callable[[str], int]:
-    key = id(tokenizer)
-    if key not in _COUNTERS:
-        _COUNTERS[key] = counter(tokenizer)
-    return _COUNTERS[key]
+def cached_counter(tokenizer: Tokenizer) -> TokenCounter:
+    if tokenizer not in _COUNTERS:
+        _COUNTERS[tokenizer] = TokenCounter(tokenizer)
+    return _COUNTERS[tokenizer]
 
 
 def budget_of(req: WindowRequest, settings: Settings) -> int:
@@ -72,58 +92,6 @@ def budget_of(req: WindowRequest, settings: Settings) -> int:
     assert req.context_limit is not None
     watermark = req.watermark if req.watermark is not None else settings.window_watermark
     return min(req.context_limit - req.reserve_tokens, int(watermark * req.context_limit))
-
-
-def _item_levels(row: Any, user_id: str, count: Callable[[str], int]) -> tuple[tuple[str, ...], tuple[int, ...]]:
-    if row["level_texts"] is not None and row["level_tokens"] is not None:
-        return (row["content"], *row["level_texts"]), (row["token_cost"], *row["level_tokens"])
-    derived = derive_levels(
-        item_id=str(row["id"]),
-        user_id=user_id,
-        item_type=row["type"],
-        content=row["content"],
-        key=row["key"],
-        value=row["value"],
-        variants=row["variants"],
-        token_cost=row["token_cost"],
-    )
-    texts, tokens = assemble_levels(row["content"], row["token_cost"], derived, [count(t) for t in derived])
-    return tuple(texts), tuple(tokens)
-
-
-def _fixed(text: str, count: Callable[[str], int]) -> tuple[tuple[str, ...], tuple[int, ...]]:
-    n = count(text)
-    return (text,) * 5, (n,) * 5
-
-
-def _section_of(row: Any) -> tuple[str, bool, str]:
-    """(section, pinned, reason) of an item by type, status, authority and scope (DESIGN §3.6 steps 2-3)."""
-    t = row["type"]
-    if t == "rule":
-        if row["authority"] == "system":
-            return "rules", True, "pinned: system rule"
-        return "rules", False, "rule"
-    if t == "constraint":
-        return ("constraints", True, "pinned: hard constraint") if row["hard"] else ("constraints", False, "constraint")
-    if t == "goal":
-        return "goal", False, "goal"
-    if t == "plan":
-        return "plan", False, "plan"
-    if row["status"] == "missing":
-        return "plan", False, "open question (status missing)"
-    if row["status"] == "verified":
-        return "facts", True, "pinned: verified"
-    if t == "decision":
-        return "facts", True, "pinned: decision"
-    if t == "tool_result":
-        return "tool_results", False, "fresh tool result"
-    if t == "summary":
-        return "summaries", False, "summary"
-    if row["scope"] in ("step", "stage"):
-        return "evidence", False, "evidence for this step"
-    if row["authority"] in ("system", "user") and t in ("fact", "preference", "entity"):
-        return "facts", False, "user-stated"
-    return "background", False, "background"
 
 
 async def build_window(ctx: RequestContext, user_id: str, req: WindowRequest) -> dict[str, Any]:
@@ -145,34 +113,37 @@ async def build_window(ctx: RequestContext, user_id: str, req: WindowRequest) ->
         count(json.dumps(req.tools, sort_keys=True, separators=(",", ":"), ensure_ascii=False)) if req.tools else 0
     )
 
-    refs = {"session": req.session_id, "task": req.task_id, "stage": req.stage_id, "step": req.step_id}
-    rows = await repository.window_items(
-        ctx.session, tenant_id=principal.tenant_id, user_id=user_id, refs=refs, domains=req.domains
-    )
-    entry_rows = await repository.window_entries(ctx.session, tenant_id=principal.tenant_id, user_id=user_id)
+    state = await _user_state(ctx, user_id, req, count)
+    variant = state.variant(pin_goal=req.goal is None, pin_plan=req.plan is None)
+    extra: list[Element] = []
+    if req.goal:
+        extra.append(fixed("request:goal", "goal", req.goal, "pinned: goal of this request", count))
+    if req.plan:
+        extra.append(fixed("request:plan", "plan", req.plan, "pinned: plan of this request", count))
+    extra.append(fixed("request:input", "input", req.input, "pinned: latest input", count, verbatim=True))
 
-    warnings: list[str] = []
-    omitted: list[dict[str, str]] = []
-    live = []
-    for r in rows:
-        if r["expires_at"] is not None and r["expires_at"] <= ctx.now:
-            if r["type"] == "tool_result":
-                warnings.append(f"stale tool result {r['id']} excluded (expired {r['expires_at'].isoformat()})")
-                omitted.append({"id": str(r["id"]), "reason": "stale tool result (past expires_at)"})
-            continue
-        live.append(r)
-    scope_ctx = ScopeContext(session_id=req.session_id, task_id=req.task_id, stage_id=req.stage_id, step_id=req.step_id)
-    chosen = effective([Scoped(str(r["id"]), r["key"], r["scope"], r["scope_ref"]) for r in live], scope_ctx)
-    overridden_by = {o: w for w, os in chosen.items() for o in os}
-    for o, w in sorted(overridden_by.items()):
-        omitted.append({"id": o, "reason": f"overridden inside this scope by {w}"})
-    live = [r for r in live if str(r["id"]) in chosen]
+    # An item repeating pinned text (the request's, then pinned items', first claim wins) goes straight to L4.
+    pinned_norm: dict[str, str] = {}
+    for e in extra:
+        pinned_norm.setdefault(normalize_value(None, e.texts[0]), e.id)
+    for norm, eid in variant.pinned_norms:
+        pinned_norm.setdefault(norm, eid)
+    longest_pinned = 2 * max(max(len(e.texts[0]) for e in extra), variant.longest_pinned) + 16
+    repeats = variant.repeats(pinned_norm, longest_pinned)
+    query_terms = terms(req.query or req.input)
+    relevance = variant.relevance(query_terms) if query_terms else None
 
-    profile = effective_profile(
-        [pure_entry(e) for e in entry_rows], session_id=req.session_id, domains=req.domains or None
+    outcome = assemble_prepared(
+        variant.prepared,
+        extra=extra,
+        relevance=relevance,
+        repeats=repeats,
+        units=units,
+        budget=budget,
+        tools_tokens=tools_tokens,
+        count=count,
+        count_blocks=count.blocks if count.additive else None,
     )
-    elements = _elements(req, user_id, live, profile, count)
-    outcome = assemble(elements=elements, units=units, budget=budget, tools_tokens=tools_tokens, count=count)
     if isinstance(outcome, TooSmall):
         raise BudgetTooSmallError(
             f"pinned content needs {outcome.required} tokens; the budget is {outcome.budget}",
@@ -185,15 +156,7 @@ async def build_window(ctx: RequestContext, user_id: str, req: WindowRequest) ->
     if req.archive_dropped and dropped_idx:
         archived_id = await _archive(ctx, user_id, req, [raw_messages[i] for i in dropped_idx])
 
-    omitted += [{"id": i, "reason": r} for i, r in outcome.omitted]
-    # Changes when any applicable item or profile entry is added, removed or updated.
-    mix = 0
-    for r in rows:
-        mix ^= r["id"].int
-    for e in entry_rows:
-        mix ^= e["id"].int
-    stamp = max((r["updated_at"] for r in (*rows, *entry_rows)), default=None)
-    state = hashlib.sha256(f"{len(rows)}:{len(entry_rows)}:{mix:x}:{stamp}".encode())
+    omitted = [{"id": i, "reason": r} for i, r in (*state.omitted, *outcome.omitted)]
     # Plain data, serialised once by the endpoint: the hot path skips model validation of ~1,000 items.
     # Its shape is WindowResponse (tests validate responses against it).
     sections = [
@@ -211,7 +174,7 @@ async def build_window(ctx: RequestContext, user_id: str, req: WindowRequest) ->
         "sections": sections,
         "messages": [raw_messages[i] for i in outcome.kept_messages],
         "omitted": omitted,
-        "warnings": warnings,
+        "warnings": list(state.warnings),
         "tokens": {
             "budget": budget,
             "used": outcome.used,
@@ -223,144 +186,46 @@ async def build_window(ctx: RequestContext, user_id: str, req: WindowRequest) ->
         },
         "prefix_tokens": outcome.prefix_tokens,
         "prefix_hash": outcome.prefix_hash,
-        "state_version": "sv1:" + state.hexdigest()[:24],
+        "state_version": state.state_version,
         "archived_item_id": archived_id,
     }
 
 
-def _elements(
-    req: WindowRequest, user_id: str, rows: Sequence[Any], profile: EffectiveProfile, count: Callable[[str], int]
-) -> list[Element]:
-    out: list[Element] = []
-    pinned_norm: dict[str, str] = {}
-
-    def add_fixed(
-        eid: str, section: str, text: str, reason: str, *, order: tuple[Any, ...] = (), verbatim: bool = False
-    ) -> None:
-        texts, tokens = _fixed(text, count)
-        out.append(Element(eid, section, texts, tokens, pinned=True, reason=reason, order=order, verbatim=verbatim))
-        pinned_norm.setdefault(normalize_value(None, text), eid)
-
-    if req.goal:
-        add_fixed("request:goal", "goal", req.goal, "pinned: goal of this request")
-    if req.plan:
-        add_fixed("request:plan", "plan", req.plan, "pinned: plan of this request")
-    add_fixed("request:input", "input", req.input, "pinned: latest input", verbatim=True)
-
-    # The newest goal / plan item is pinned when the request brings none of its own.
-    latest: dict[str, Any] = {}
-    for r in rows:
-        if r["type"] in ("goal", "plan") and r["status"] != "missing":
-            latest[r["type"]] = r
-    pin_latest = {str(r["id"]) for t, r in latest.items() if getattr(req, t) is None}
-
-    query_terms = sorted(_terms(req.query or req.input))
-    loose: list[tuple[Any, str, str]] = []
-    for r in rows:
-        section, pinned, reason = _section_of(r)
-        rid = str(r["id"])
-        if rid in pin_latest:
-            pinned, reason = True, f"pinned: current {r['type']}"
-        if pinned:
-            add_fixed(rid, section, r["content"], reason, order=(r["observed_at"], rid))
-        else:
-            loose.append((r, section, reason))
-
-    longest_pinned = 2 * max((len(e.texts[0]) for e in out if e.pinned), default=0) + 16
-    # Related items share a level: connected components over related_ids among the loose items.
-    loose_ids = {str(r["id"]) for r, _, _ in loose}
-    parent: dict[str, str] = {i: i for i in loose_ids}
-
-    def find(x: str) -> str:
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    for r, _, _ in loose:
-        for rel in r["related_ids"] or ():
-            a, b = find(str(r["id"])), find(str(rel)) if str(rel) in loose_ids else None
-            if b is not None and a != b:
-                parent[max(a, b)] = min(a, b)
-    sizes: dict[str, int] = {}
-    for i in loose_ids:
-        sizes[find(i)] = sizes.get(find(i), 0) + 1
-
-    for r, section, reason in loose:
-        rid = str(r["id"])
-        texts, tokens = _item_levels(r, user_id, count)
-        if query_terms:
-            lowered = r["content"].lower()
-            relevance = sum(1 for term in query_terms if term in lowered)
-        else:
-            relevance = 0
-        root = find(rid)
-        out.append(
-            Element(
-                id=rid,
-                section=section,
-                texts=texts,
-                tokens=tokens,
-                reason=reason,
-                importance=(AUTHORITY_RANK[r["authority"]], r["confidence"], r["observed_at"], relevance),
-                order=(r["observed_at"], rid),
-                group=root if sizes[root] > 1 else None,
-                repeats=pinned_norm.get(normalize_value(None, r["content"]))
-                if pinned_norm and len(r["content"]) <= longest_pinned
-                else None,
-            )
+async def _user_state(ctx: RequestContext, user_id: str, req: WindowRequest, count: Callable[[str], int]) -> UserState:
+    """The row-derived part of the window: from the cache when ``window_version`` confirms it, else built
+    from a fresh fetch (and cached, unless this transaction has written: see repository)."""
+    settings, tenant_id = ctx.settings, ctx.principal.tenant_id
+    refs = {"session": req.session_id, "task": req.task_id, "stage": req.stage_id, "step": req.step_id}
+    domains = sorted(set(req.domains)) if req.domains else None
+    use_cache = settings.window_cache_entries > 0 and settings.window_cache_rows > 0
+    # What selects the rows and what turns them into elements (the tokenizer counts profile lines).
+    selection = (req.session_id, req.task_id, req.stage_id, req.step_id, tuple(domains) if domains else None)
+    key = (tenant_id, user_id, *selection, ctx.tokenizer.name)
+    clean = False
+    if use_cache:
+        version, clean = await repository.window_version(
+            ctx.session, tenant_id=tenant_id, user_id=user_id, refs=refs, domains=domains
         )
-
-    for eff in profile.entries:
-        e = eff.entry
-        where = e.domain or "global"
-        stated = " (stated this session)" if eff.why == "current-statement" else ""
-        line = f"[{where}] {e.dimension}.{e.key}: {_phrase(e.dimension, e.polarity, e.value)}{stated}"
-        index = f"[profile {e.id}: {e.dimension}.{e.key} — GET /v1/users/{user_id}/profile/{e.id}]"
-        n_line, n_index = count(line), count(index)
-        out.append(
-            Element(
-                id=f"profile:{e.id}",
-                section="profile",
-                texts=(line, line, line, line, index),
-                tokens=(n_line, n_line, n_line, n_line, min(n_line, n_index)),
-                reason=f"profile ({eff.why})",
-                importance=(4, 1.0, e.last_evidence_at, e.score),
-                order=(where, e.dimension, e.key, e.value, e.id),
-            )
-        )
-    for eff in profile.constraints:
-        e = eff.entry
-        where = f" in {e.domain}" if e.domain else ""
-        add_fixed(
-            f"profile:{e.id}",
-            "constraints",
-            f"Do not recommend {e.value}{where} ({e.dimension}.{e.key}): the user confirmed they dislike it.",
-            "pinned: confirmed dislike from the profile",
-            order=(e.domain or "", e.dimension, e.key, e.value),
-        )
-    for h in profile.hints:
-        where = h.domain or "global"
-        line = f"(tentative, {h.tier}, score {h.score:g}) [{where}] {h.dimension}.{h.key}: {h.polarity} {h.value}"
-        n = count(line)
-        out.append(
-            Element(
-                id=f"profile:{h.id}",
-                section="hints",
-                texts=(line,) * 5,
-                tokens=(n,) * 5,
-                reason="candidate hint (tentative)",
-                importance=(0, 0.0, h.last_evidence_at, h.score),
-                order=(-h.score, h.id),
-            )
-        )
-    return out
-
-
-def _phrase(dimension: str, polarity: str, value: str) -> str:
-    if dimension == "preference":
-        return {"like": f"likes {value}", "dislike": f"dislikes {value}"}.get(polarity, value)
-    return f"not {value}" if polarity == "dislike" else value
+        if clean:
+            cached = CACHE.get(key, version, ctx.now)
+            if cached is not None:
+                assert isinstance(cached, UserState)
+                return cached
+    rows = await repository.window_items(ctx.session, tenant_id=tenant_id, user_id=user_id, refs=refs, domains=domains)
+    entry_rows = await repository.window_entries(ctx.session, tenant_id=tenant_id, user_id=user_id)
+    state = UserState(
+        rows,
+        entry_rows,
+        version=(*repository.version_of(rows), *repository.version_of(entry_rows)),
+        now=ctx.now,
+        user_id=user_id,
+        scope=ScopeContext(session_id=req.session_id, task_id=req.task_id, stage_id=req.stage_id, step_id=req.step_id),
+        domains=domains,
+        count=count,
+    )
+    if clean:
+        CACHE.put(key, state, max_entries=settings.window_cache_entries, max_rows=settings.window_cache_rows)
+    return state
 
 
 def _transcript(messages: Sequence[dict[str, Any]]) -> str:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Callable, Iterator
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -10,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scoring import history
+from scoring import window as W
 from scoring.window import BudgetTooSmall, Element, WindowOut, assemble
 
 
@@ -237,3 +241,223 @@ def test_history_validation_names_the_index() -> None:
         with pytest.raises(history.HistoryError, match=words) as caught:
             history.validate(messages)
         assert caught.value.index == index
+
+
+# --- The prepared pipeline against a straightforward one -------------------------------------------------
+#
+# ``assemble`` works from precomputed arrays and skips whole rounds at once; the reference below applies the
+# same rules one element and one step at a time, as the module docstring states them. They must agree on
+# every output, byte for byte.
+
+
+def reference_assemble(
+    elements: list[Element], units: list[history.Unit], budget: int, tools_tokens: int, count: Callable[[str], int]
+) -> WindowOut | BudgetTooSmall:
+    headers = {name: count(f"## {title}\n") + 1 for name, title in W.SECTIONS}
+    line = {e.id: tuple(e.tokens[lvl] + (0 if e.verbatim else W.LINE_OVERHEAD) for lvl in range(5)) for e in elements}
+    pinned = [e for e in elements if e.pinned]
+    loose = [e for e in elements if not e.pinned]
+    fixed_sections = {e.section for e in pinned}
+    pinned_cost = (
+        sum(line[e.id][0] for e in pinned)
+        + sum(headers[s] for s in fixed_sections)
+        + sum(u.tokens for u in units if not u.droppable)
+        + tools_tokens
+    )
+    if pinned_cost > budget:
+        return BudgetTooSmall(required=pinned_cost, budget=budget)
+    level = {e.id: 4 if e.repeats else 0 for e in loose}
+    dropped: dict[str, str] = {}
+    dropped_units: set[int] = set()
+    stage = [0]
+
+    def total() -> int:
+        visible = [e for e in loose if e.id not in dropped]
+        shown = {e.section for e in visible} - fixed_sections
+        kept = sum(u.tokens for i, u in enumerate(units) if u.droppable and i not in dropped_units)
+        return pinned_cost + kept + sum(headers[s] for s in shown) + sum(line[e.id][level[e.id]] for e in visible)
+
+    groups: dict[str, list[Element]] = {}
+    for e in loose:
+        groups.setdefault(e.group or f"\0{e.id}", []).append(e)
+
+    def key(g: list[Element]) -> tuple[Any, ...]:
+        return (-min(W.SECTION_RANK[e.section] for e in g), max(e.importance for e in g), min(e.id for e in g))
+
+    first = sorted((g for g in groups.values() if all(e.section in W.GIVE_WAY_FIRST for e in g)), key=key)
+    later = sorted((g for g in groups.values() if not all(e.section in W.GIVE_WAY_FIRST for e in g)), key=key)
+    ordered = [*first, *later]
+    droppable = sorted((i for i, u in enumerate(units) if u.droppable), key=lambda i: units[i].order)
+    target = [budget]
+
+    def steps() -> Iterator[None]:
+        for i in (i for i in droppable if units[i].kind == "old-turn"):
+            stage[0] = max(stage[0], 1)
+            dropped_units.add(i)
+            yield
+        for lvl in (1, 2, 3, 4):
+            if lvl == 4:
+                for i in (i for i in droppable if units[i].kind == "exchange"):
+                    stage[0] = max(stage[0], 3)
+                    dropped_units.add(i)
+                    yield
+            pending = [g for g in ordered if any(level[e.id] < lvl for e in g)]
+            if not pending:
+                continue
+            saving = sum(line[e.id][level[e.id]] - line[e.id][lvl] for g in pending for e in g if level[e.id] < lvl)
+            whole = total() - saving > target[0]
+            for g in pending:
+                stage[0] = max(stage[0], 2 if lvl < 4 else 4)
+                for e in g:
+                    level[e.id] = max(level[e.id], lvl)
+                if not whole:
+                    yield
+            if whole:
+                yield
+        for g in ordered:
+            stage[0] = 5
+            for e in g:
+                dropped[e.id] = f"dropped: over budget ({e.section}, lowest priority first)"
+            yield
+
+    gen = steps()
+
+    def give_way_until(goal: int) -> bool:
+        target[0] = goal
+        moved = False
+        while total() > goal:
+            if next(gen, 0) == 0:
+                return moved
+            moved = True
+        return True
+
+    give_way_until(budget)
+    while True:
+        blocks, prefix_blocks, sections = [], [], []
+        for name, title in W.SECTIONS:
+            members = sorted((e for e in elements if e.section == name and e.id not in dropped), key=W._render_key)
+            if not members:
+                continue
+            placed = [(e, 0 if e.pinned else level[e.id]) for e in members]
+            block = f"## {title}\n" + "".join(W._render_line(e, lvl) for e, lvl in placed) + "\n"
+            blocks.append(block)
+            if name in W.PREFIX_SECTIONS:
+                prefix_blocks.append(block)
+            sections.append((name, title, placed))
+        text = "".join(blocks)
+        kept = tuple(i for i in range(len(units)) if i not in dropped_units)
+        messages_tokens = sum(units[i].tokens for i in kept)
+        used = count(text) + messages_tokens + tools_tokens
+        if used <= budget:
+            break
+        if not give_way_until(total() - (used - budget)):
+            return BudgetTooSmall(required=used, budget=budget)
+    out_sections = []
+    for name, title, placed_elements in sections:
+        placed = tuple(
+            W.Placed(
+                e.id,
+                lvl,
+                line[e.id][lvl],
+                e.reason
+                if lvl == 0
+                else f"{e.reason}; {W.LEVEL_NAMES[lvl]} (L{lvl})"
+                + (f", repeats pinned {e.repeats}" if e.repeats and lvl == 4 else ""),
+            )
+            for e, lvl in placed_elements
+        )
+        out_sections.append(W.SectionOut(name, title, headers[name] + sum(p.tokens for p in placed), placed))
+    prefix = "".join(prefix_blocks)
+    return WindowOut(
+        mode="full" if stage[0] == 0 else ("compact" if stage[0] >= 4 else "balanced"),
+        text=text,
+        sections=tuple(out_sections),
+        kept_messages=tuple(sorted(idx for i in kept for idx in units[i].indexes)),
+        omitted=tuple(sorted(dropped.items())),
+        used=used,
+        text_tokens=count(text),
+        messages_tokens=messages_tokens,
+        pinned_tokens=pinned_cost,
+        prefix=prefix,
+        prefix_tokens=count(prefix) if prefix else 0,
+        prefix_hash="sha256:" + hashlib.sha256(prefix.encode()).hexdigest(),
+    )
+
+
+@st.composite
+def pressured(draw: st.DrawFn) -> tuple[list[Element], list[dict[str, Any]], int, dict[str, float], int]:
+    """Scenarios under every kind of pressure: budgets relative to the full window, token counts that are
+    sometimes below what the text really costs (so the rendered text overshoots the estimate, at times
+    even with everything dropped), related items, items repeating pinned text, relevance ties. The last
+    value is what the tokenizer charges per newline on top of ``count``: lines then cost more than their
+    elements say, as when tokens merge differently across line boundaries."""
+    elements, messages, _ = draw(scenarios())
+    out, relevance = [elements[0]], {}
+    low = draw(st.sampled_from([-3, -3, -12]))
+    whole = draw(st.booleans())
+    for e in elements[1:]:
+        tokens = tuple(max(0, n + draw(st.integers(low, 2))) for n in e.tokens)
+        repeats = "input" if not e.pinned and draw(st.integers(0, 6)) == 0 else None
+        importance = (draw(st.integers(0, 1)), T0 + timedelta(minutes=draw(st.integers(0, 2))))
+        out.append(replace(e, tokens=tokens, repeats=repeats, importance=importance, verbatim=draw(st.booleans())))
+        relevance[e.id] = draw(st.integers(0, 3)) if whole else draw(st.integers(0, 3)) / 3
+    full = sum(e.tokens[0] + 4 for e in out) + sum(len(str(m.get("content") or "")) // 4 + 6 for m in messages)
+    budget = max(1, int(full * draw(st.floats(0.02, 1.3))))
+    return out, messages, budget, relevance, draw(st.sampled_from([0, 0, 1, 3]))
+
+
+@settings(max_examples=1000, deadline=None)
+@given(pressured())
+def test_assemble_equals_the_straightforward_pipeline(scenario: Any) -> None:
+    elements, messages, budget, relevance, per_newline = scenario
+
+    def counting(text: str) -> int:
+        return count(text) + per_newline * text.count("\n")
+
+    tokens = [history.message_tokens(m, count) for m in messages]
+    units = history.units(messages, tokens)
+    with_relevance = [
+        replace(e, importance=(*e.importance, relevance[e.id])) if e.id in relevance else e for e in elements
+    ]
+    expected = reference_assemble(with_relevance, units, budget, 7, counting)
+    assert assemble(elements=with_relevance, units=units, budget=budget, tools_tokens=7, count=counting) == expected
+    # The service's way: elements prepared once without the request's part, which comes per call.
+    base = [replace(e, repeats=None) for e in elements if e.id != "input"]
+    prepared = W.prepare(base)
+    request = [e for e in elements if e.id == "input"]
+    repeats = {e.id: e.repeats for e in elements if e.repeats}
+    for _ in range(2):  # a prepared set is reused across requests: nothing may stick to it
+        again = W.assemble_prepared(
+            prepared,
+            extra=request,
+            relevance=[relevance[e.id] for e in prepared.loose],
+            repeats=repeats,
+            units=units,
+            budget=budget,
+            tools_tokens=7,
+            count=counting,
+        )
+        assert again == expected
+
+
+@settings(max_examples=150, deadline=None)
+@given(pressured())
+def test_counting_by_blocks_equals_counting_the_text(scenario: Any) -> None:
+    """With a count that is additive over the window's blocks (as o200k_base is: see the service tests),
+    counting block by block gives the same window."""
+    elements, messages, budget, _, _ = scenario
+
+    def additive(text: str) -> int:
+        return len(text) + 2 * text.count("\n")
+
+    units = history.units(messages, [history.message_tokens(m, additive) for m in messages])
+    whole = assemble(elements=elements, units=units, budget=budget, tools_tokens=0, count=additive)
+    by_blocks = W.assemble_prepared(
+        W.prepare(elements),
+        units=units,
+        budget=budget,
+        tools_tokens=0,
+        count=additive,
+        count_blocks=lambda blocks: sum(additive(b) for b in blocks),
+    )
+    assert by_blocks == whole
