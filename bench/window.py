@@ -290,7 +290,9 @@ async def http_bench(
         body = req.model_dump(mode="json", exclude_none=True)
         latencies: list[float] = []
         errors = 0
-        limits = httpx.Limits(max_connections=args.clients)
+        # uvicorn closes a keep-alive connection after 5 s idle; reusing one just then is a ReadError, so
+        # the client lets idle connections go first.
+        limits = httpx.Limits(max_connections=args.clients, keepalive_expiry=4.0)
         async with httpx.AsyncClient(base_url=base, limits=limits, timeout=30) as client:
             headers = {"Authorization": f"Bearer {secret}"}
 

@@ -323,8 +323,8 @@ def assemble_prepared(
     count_blocks: Callable[[Sequence[str]], int] | None = None,
 ) -> WindowOut | BudgetTooSmall:
     """:func:`assemble` over the prepared elements plus this request's: ``extra`` pinned elements,
-    ``relevance`` (a non-negative number per loose element, in ``prepared.loose`` order, that breaks ties
-    of importance when choosing what gives way) and ``repeats`` (loose element id → the pinned element it
+    ``relevance`` (a number per loose element, in ``prepared.loose`` order, that breaks ties of importance
+    when choosing what gives way: higher stays longer) and ``repeats`` (loose element id → the pinned element it
     repeats, for elements that do not say so themselves).
 
     ``count_blocks`` counts a text given as its section blocks. Each block ends with a blank line and the
