@@ -39,8 +39,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import dataclasses
-import inspect
 import json
 import os
 import secrets
@@ -67,12 +65,8 @@ from service.items.service import create_items
 from service.settings import Settings
 from service.tokenizer import build_tokenizer
 from service.vectors.recall import build_recall
+from service.windows.recall import relevance as rank_relevance
 from service.windows.service import build_window
-
-try:  # the window's relevance (being integrated): also measure the rankings alone, without compression
-    from service.windows.recall import relevance as rank_relevance
-except ImportError:  # pragma: no cover
-    rank_relevance = None
 
 DATA = Path(__file__).parent / "data" / "recall_eval.json"
 RESULTS = Path(__file__).parent / "results" / "recall_eval.json"
@@ -114,20 +108,6 @@ def episodes(conv: dict[str, Any], now: Any) -> tuple[list[str], list[ItemCreate
                 )
             )
     return ids, items
-
-
-RECALL_NAMES = ("recall", "vectors", "vector_recall")
-
-
-def recall_arguments(recall: Any) -> tuple[dict[str, Any], dict[str, Any]]:
-    """How the vector recall bundle reaches the window: a RequestContext field or a build_window keyword,
-    whichever of the two the service declares."""
-    fields = {f.name for f in dataclasses.fields(RequestContext)}
-    params = set(inspect.signature(build_window).parameters)
-    return (
-        {n: recall for n in RECALL_NAMES if n in fields},
-        {n: recall for n in RECALL_NAMES if n in params},
-    )
 
 
 def fill(rows: list[Any], question: str, budget: int, count: Any, scores: dict[str, float] | None = None) -> set[str]:
@@ -258,7 +238,6 @@ async def main(args: argparse.Namespace) -> int:
 
         # 3. For each mode and question: the window, and the ranking alone.
         count = tokenizer.count
-        ctx_extra, call_extra = recall_arguments(recall)
         window: dict[str, list[dict[str, Any]]] = {m: [] for m in MODES}
         ranking: dict[str, list[dict[str, Any]]] = {m: [] for m in ("recency", *MODES)}
         warnings: Counter[str] = Counter()
@@ -273,9 +252,9 @@ async def main(args: argparse.Namespace) -> int:
                 user = user_of[q["conversation"]]
                 req = WindowRequest(input=q["question"], max_tokens=args.budget)
                 async with db.sessionmaker() as s:
-                    ctx = RequestContext(s, principal, mode_settings, tokenizer, Clock().now(), **ctx_extra)
+                    ctx = RequestContext(s, principal, mode_settings, tokenizer, Clock().now(), recall)
                     t0 = time.perf_counter()
-                    w = await build_window(ctx, user, req, **call_extra)
+                    w = await build_window(ctx, user, req)
                     elapsed += time.perf_counter() - t0
                     await s.rollback()
                 level = {p["id"]: p["level"] for sec in w["sections"] for p in sec["items"]}
@@ -286,13 +265,12 @@ async def main(args: argparse.Namespace) -> int:
                     outcome(q, placed, {i for i, lv in placed.items() if lv <= MAX_TEXT_LEVEL}, item_of)
                     | {"window_mode": w["mode"], "used": w["tokens"]["used"]}
                 )
-                if rank_relevance is not None:
-                    async with db.sessionmaker() as s:
-                        scores, _ = await rank_relevance(
-                            s, recall, mode_settings, tenant_id=tenant, user_id=user, query=q["question"]
-                        )
-                    kept = fill(rows_of[user], q["question"], args.budget, count, scores)
-                    ranking[mode].append(outcome(q, {i: 0 for i in kept}, kept, item_of))
+                async with db.sessionmaker() as s:
+                    found = await rank_relevance(
+                        s, recall, mode_settings, tenant_id=tenant, user_id=user, query=q["question"], now=Clock().now()
+                    )
+                kept = fill(rows_of[user], q["question"], args.budget, count, found.scores)
+                ranking[mode].append(outcome(q, {i: 0 for i in kept}, kept, item_of))
             window_ms[mode] = elapsed * 1000 / len(data["questions"])
 
         # 4. Report.
@@ -321,12 +299,11 @@ async def main(args: argparse.Namespace) -> int:
                 "reached",
             ),
         }
-        if rank_relevance is not None:
-            tables["ranking"] = (
-                "the ranking alone: turns by relevance (service.windows.recall), filled at L0 to the same budget",
-                ranking,
-                "answered",
-            )
+        tables["ranking"] = (
+            "the ranking alone: turns by relevance (service.windows.recall), filled at L0 to the same budget",
+            ranking,
+            "answered",
+        )
         report: dict[str, Any] = {}
         for name, (title, rows_by_mode, key) in tables.items():
             print()

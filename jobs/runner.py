@@ -25,7 +25,7 @@ from service.db.engine import Database, session_scope
 from service.ids import uuid7
 from service.settings import Settings
 from service.vectors.outbox import lag as outbox_lag
-from service.vectors.recall import VectorRecall, build_recall
+from service.vectors.recall import VectorRecall, build_recall, lexical_worker
 
 JOB_NAMES = ("expire", "promote", "decay", "purge", "reindex")
 Progress = Callable[[str, int, int], None]  # (kind, rows changed so far in this kind, estimated total)
@@ -156,14 +156,13 @@ async def job_reindex(ctx: JobContext) -> dict[str, int]:
     process's index, or builds one from settings (the CLI; with the embedded index, stop the API first:
     one process owns its files)."""
     recall = ctx.vectors or await build_recall(ctx.db, ctx.settings)
-    if recall is None:
-        return {"vectors_applied": 0}
+    worker = recall.worker if recall is not None else lexical_worker(ctx.db, ctx.settings)
     try:
         async with session_scope(ctx.db) as session:
             total = (await outbox_lag(session)).pending
         applied = 0
         while True:
-            n = await recall.worker.drain_once()
+            n = await worker.drain_once()
             if n < 0:
                 raise RuntimeError("the vector index rejected a batch; it stays queued with backoff")
             if n == 0:
@@ -173,7 +172,7 @@ async def job_reindex(ctx: JobContext) -> dict[str, int]:
                 ctx.progress("vectors_applied", applied, total)
         return {"vectors_applied": applied}
     finally:
-        if ctx.vectors is None:
+        if ctx.vectors is None and recall is not None:
             await recall.index.close()
             await recall.embedder.close()
 

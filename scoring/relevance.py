@@ -9,8 +9,10 @@ In the window, a non-pinned item's importance is
 
     0.45 · relevance + 0.25 · authority + 0.15 · confidence + 0.15 · recency
 
-with relevance = RRF score / best RRF score of this query (0-1), authority = rank / 4 (system 1 …
-inferred 0), confidence 0-1 and recency = 0.5 ^ (age in days / 30). Relevance weighs most because the
+with relevance = RRF score / best RRF score of this query (0-1; 0 for items in neither ranking),
+authority = rank / 4 (system 1 … inferred 0), confidence 0-1 and recency = 0.5 ^ (age in whole days / 30).
+Whole days keep a window byte-identical between two calls on the same state; the order changes at most
+once a day with time alone. Relevance weighs most because the
 query is what this turn is about; authority next, because a user's statement should outlast a guess.
 Sections still come first: importance orders items inside the order in which sections give way.
 """
@@ -18,6 +20,7 @@ Sections still come first: importance orders items inside the order in which sec
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
+from datetime import datetime
 from typing import TypeVar
 
 K = TypeVar("K", bound=Hashable)
@@ -47,3 +50,8 @@ def importance(*, relevance: float, authority_rank: int, confidence: float, age_
     return (
         W_RELEVANCE * relevance + W_AUTHORITY * (authority_rank / 4) + W_CONFIDENCE * confidence + W_RECENCY * recency
     )
+
+
+def whole_days(t: datetime) -> int:
+    """Days since the Unix epoch (UTC), rounded down: ages in whole days are differences of these."""
+    return int(t.timestamp() // 86_400)

@@ -26,7 +26,7 @@ from service.settings import Settings, get_settings
 from service.timeline.endpoints import router as timeline_router
 from service.tokenizer import build_tokenizer
 from service.users.endpoints import router as users_router
-from service.vectors.recall import OutboxGauges, VectorRecall, build_recall
+from service.vectors.recall import OutboxGauges, VectorRecall, build_recall, lexical_worker
 from service.windows.endpoints import router as windows_router
 
 log = logging.getLogger("ctxmem")
@@ -64,10 +64,10 @@ def create_app(
         if database is None:
             recall = await build_recall(db, settings)
             app.state.vectors = recall
-            if recall is not None:
-                worker_task = asyncio.create_task(
-                    recall.worker.run(stop, poll=settings.outbox_poll_seconds, on_lag=outbox_gauges.update)
-                )
+            worker = recall.worker if recall is not None else lexical_worker(db, settings)
+            worker_task = asyncio.create_task(
+                worker.run(stop, poll=settings.outbox_poll_seconds, on_lag=outbox_gauges.update)
+            )
         # What exists by now (modules, the app, the engine) lives as long as the process. Frozen, it is left
         # out of the cyclic collector's full passes, which otherwise walk all of it and pause every
         # request in flight for tens of milliseconds (bench/window.py: p99 of the uncached window).

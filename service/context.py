@@ -1,16 +1,22 @@
 """What a request's service call needs besides its own input: one transaction, the caller, the settings,
-the tokenizer and the time. Built by the endpoint from its dependencies (or by a job or the CLI)."""
+the tokenizer, the time and the vector index (``None`` when vector recall is off or not at hand: the
+window then ranks by PostgreSQL alone and says ``degraded``). Built by the endpoint from its dependencies
+(or by a job or the CLI)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from service.auth.service import Principal
 from service.settings import Settings
 from service.tokenizer import Tokenizer
+
+if TYPE_CHECKING:
+    from service.vectors.recall import VectorRecall
 
 
 @dataclass(frozen=True)
@@ -20,3 +26,4 @@ class RequestContext:
     settings: Settings
     tokenizer: Tokenizer
     now: datetime
+    vectors: VectorRecall | None = None

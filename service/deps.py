@@ -89,9 +89,15 @@ UserIdPath = Annotated[str, Path(min_length=1, max_length=128, pattern=ID_PATTER
 
 
 async def get_context(
-    session: SessionDep, principal: PrincipalDep, settings: SettingsDep, tokenizer: TokenizerDep, clock: ClockDep
+    request: Request,
+    session: SessionDep,
+    principal: PrincipalDep,
+    settings: SettingsDep,
+    tokenizer: TokenizerDep,
+    clock: ClockDep,
 ) -> RequestContext:
-    return RequestContext(session, principal, settings, tokenizer, clock.now())
+    vectors = getattr(request.app.state, "vectors", None)
+    return RequestContext(session, principal, settings, tokenizer, clock.now(), vectors)
 
 
 ContextDep = Annotated[RequestContext, Depends(get_context)]

@@ -131,6 +131,12 @@ class Settings(BaseSettings):
     # Which rankings relevance fuses: both (the default), or one of them (for evaluation and fallback).
     recall_mode: Literal["hybrid", "lexical", "vector"] = "hybrid"
     recall_candidates: int = Field(100, ge=1, le=10_000)
+    # Vector hits below this cosine similarity are not candidates; unset: the embedder's own threshold
+    # (hashing 0.15, minilm 0.2, http 0: unrelated texts still score a little above 0).
+    vector_min_score: float | None = Field(None, ge=-1, le=1)
+    # At most this many of the user's items outside the window's scopes (other sessions, tasks, stages)
+    # join a window because they are relevant to its query; 0 turns that off.
+    recall_limit: int = Field(8, ge=0, le=1_000)
 
     # Windows (DESIGN §3.6): with context_limit, the budget is min(limit - reserve, watermark x limit).
     window_watermark: float = Field(0.6, gt=0, le=1)

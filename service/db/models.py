@@ -372,6 +372,7 @@ class VectorOutbox(SQLModel, table=True):
     __table_args__ = (
         sa.CheckConstraint("op IN ('sync', 'delete_user')", name="op"),
         sa.Index("ix_vector_outbox_due", "next_attempt_at", "id"),
+        sa.Index("ix_vector_outbox_user", "tenant_id", "user_id"),
     )
 
     id: int = Field(sa_column=sa.Column(sa.BigInteger, sa.Identity(always=False), primary_key=True))
@@ -383,3 +384,24 @@ class VectorOutbox(SQLModel, table=True):
     attempts: int = Field(default=0, sa_column=sa.Column(sa.Integer, nullable=False, server_default="0"))
     next_attempt_at: datetime = _ts()
     last_error: str | None = Field(default=None, sa_column=sa.Column(sa.Text, nullable=True))
+
+
+class ItemSearch(SQLModel, table=True):
+    """The lexical index of active items: ``ctxmem_tsv(content)`` (English stemming plus CJK characters
+    as tokens), with a GIN index. Maintained by the outbox worker with the vector index, off the write
+    path; a row is removed when its item stops being active (and with the item itself)."""
+
+    __tablename__ = "item_search"
+    __table_args__ = (
+        sa.Index("ix_item_search_user", "tenant_id", "user_id"),
+        sa.Index("ix_item_search_tsv", "tsv", postgresql_using="gin"),
+    )
+
+    item_id: uuid.UUID = Field(
+        sa_column=sa.Column(
+            pg.UUID(as_uuid=True), sa.ForeignKey("context_item.id", ondelete="CASCADE"), primary_key=True
+        )
+    )
+    tenant_id: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
+    user_id: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
+    tsv: Any = Field(sa_column=sa.Column(pg.TSVECTOR, nullable=False))

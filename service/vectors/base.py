@@ -68,6 +68,9 @@ class VectorIndex(Protocol):
 class Embedder(Protocol):
     name: str
     dim: int
+    # Cosine similarity below which a hit says nothing for this embedder (unrelated texts still score a
+    # little above 0); the window ignores such hits. Overridden by the ``vector_min_score`` setting.
+    min_score: float
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """One unit-length vector per text, in order."""

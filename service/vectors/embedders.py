@@ -54,6 +54,10 @@ class HashingEmbedder:
 
     name = "hashing-v1"
 
+    # Unrelated English sentences mostly score -0.1 to 0.15 (up to ~0.2 when they share several function
+    # words); a text sharing a content word with the query scores ~0.3 or more.
+    min_score = 0.15
+
     def __init__(self, dim: int = DEFAULT_DIM) -> None:
         if dim < 1:
             raise ValueError(f"dim must be at least 1, got {dim}")
@@ -76,6 +80,7 @@ class SentenceEmbedder:
     serving while it computes."""
 
     name = "all-minilm-l6-v2"
+    min_score = 0.2  # all-MiniLM-L6-v2: unrelated sentences mostly score below 0.15
     dim = MINILM_DIM
 
     def __init__(self, *, device: str = "cpu", batch_size: int = 64) -> None:
@@ -133,6 +138,8 @@ class SentenceEmbedder:
 class HttpEmbedder:
     """An OpenAI-compatible ``POST {url}/embeddings`` endpoint (OpenAI, vLLM, Ollama, LM Studio, TEI…).
     ``dim`` is checked against every vector returned; left unset, the first response fixes it."""
+
+    min_score = 0.0  # unknown model: every hit counts (set CTXMEM_VECTOR_MIN_SCORE to filter)
 
     def __init__(
         self,

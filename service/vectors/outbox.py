@@ -60,6 +60,16 @@ class Lag:
     oldest_seconds: float
 
 
+async def oldest_seconds(session: AsyncSession) -> float:
+    """Age of the oldest change not yet applied (0 when none): one index probe, for every window."""
+    age = (
+        await session.execute(
+            text("SELECT EXTRACT(EPOCH FROM now() - created_at) FROM vector_outbox ORDER BY id LIMIT 1")
+        )
+    ).scalar_one_or_none()
+    return max(0.0, float(age)) if age is not None else 0.0
+
+
 async def lag(session: AsyncSession) -> Lag:
     row = (
         await session.execute(
@@ -73,12 +83,34 @@ async def lag(session: AsyncSession) -> Lag:
     return Lag(int(row.pending), float(row.oldest))
 
 
+# The lexical index (item_search) of the items a batch touches: the active ones (re)indexed, the others
+# removed. Set-based: one statement each per batch.
+_SEARCH_UPSERT = text(
+    "INSERT INTO item_search (item_id, tenant_id, user_id, tsv) "
+    "SELECT id, tenant_id, user_id, ctxmem_tsv(content) FROM context_item "
+    "WHERE id = ANY(:ids) AND status = ANY(:active) "
+    "ON CONFLICT (item_id) DO UPDATE SET tsv = EXCLUDED.tsv"
+)
+_SEARCH_DELETE = text(
+    "DELETE FROM item_search s WHERE s.item_id = ANY(:ids) AND NOT EXISTS "
+    "(SELECT 1 FROM context_item c WHERE c.id = s.item_id AND c.status = ANY(:active))"
+)
+
+
 class OutboxWorker:
     """Applies outbox rows to the index. Several processes may run one: rows are claimed with SKIP LOCKED."""
 
     def __init__(
-        self, db: Database, index: VectorIndex, embedder: Embedder, *, batch_size: int, max_backoff: float
+        self,
+        db: Database,
+        index: VectorIndex | None,
+        embedder: Embedder | None,
+        *,
+        batch_size: int,
+        max_backoff: float,
     ) -> None:
+        """``index`` and ``embedder`` are ``None`` when vector recall is off: the worker then maintains the
+        lexical index (``item_search``) alone."""
         self.db = db
         self.index = index
         self.embedder = embedder
@@ -125,10 +157,23 @@ class OutboxWorker:
     async def _apply(self, session: AsyncSession, rows: Sequence[Any]) -> None:
         # Erasures first: a sync listed before an erasure finds its row gone and deletes the point anyway,
         # and one listed after it (a new item of a reused user id) is upserted after the erasure.
+        # The lexical index first: it lives in this transaction, so it is kept even when the vector index
+        # then fails (the rows stay queued and are applied again, idempotently).
+        item_ids = list(dict.fromkeys(r.item_id for r in rows if r.op == "sync"))
+        for r in rows:
+            if r.op == "delete_user":
+                await session.execute(
+                    text("DELETE FROM item_search WHERE tenant_id = :t AND user_id = :u"),
+                    {"t": r.tenant_id, "u": r.user_id},
+                )
+        if item_ids:
+            await session.execute(_SEARCH_UPSERT, {"ids": item_ids, "active": list(ACTIVE)})
+            await session.execute(_SEARCH_DELETE, {"ids": item_ids, "active": list(ACTIVE)})
+        if self.index is None or self.embedder is None:
+            return
         for r in rows:
             if r.op == "delete_user":
                 await self.index.delete_user(r.tenant_id, r.user_id)
-        item_ids = list(dict.fromkeys(r.item_id for r in rows if r.op == "sync"))
         if not item_ids:
             return
         items = (

@@ -35,6 +35,14 @@ class VectorRecall:
     worker: OutboxWorker
 
 
+def lexical_worker(db: Database, settings: Settings) -> OutboxWorker:
+    """The outbox worker of a process without vector recall: it keeps the lexical index current (and the
+    outbox drained)."""
+    return OutboxWorker(
+        db, None, None, batch_size=settings.outbox_batch_size, max_backoff=settings.outbox_max_backoff_seconds
+    )
+
+
 async def build_recall(db: Database, settings: Settings) -> VectorRecall | None:
     """From settings; ``None`` when vector recall is off."""
     if settings.vector_backend == "off":

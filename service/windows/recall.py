@@ -9,30 +9,45 @@ expired or deleted items never come back through it, however stale the index is.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from datetime import datetime
+
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from scoring.relevance import normalised, rrf
 from service.settings import Settings
-from service.vectors.outbox import lag
+from service.vectors.outbox import lag, oldest_seconds
 from service.vectors.recall import VectorRecall
 
 ACTIVE = ["available", "verified", "missing"]
 
+# Indexed items through item_search (GIN), plus the user's changes the outbox worker has not applied
+# yet, scored from their content; then re-checked against context_item (active, unexpired).
 _LEXICAL = text(
     """
-    SELECT id FROM (
-        SELECT c.id::text AS id, ctxmem_tsv(c.content) AS tsv, q FROM context_item c, ctxmem_tsq(:q) AS q
-        WHERE c.tenant_id = :t AND c.user_id = :u AND c.status IN ('available', 'verified', 'missing')
-    ) x WHERE tsv @@ q
-    ORDER BY ts_rank_cd(tsv, q) DESC, id DESC
+    WITH q AS (SELECT ctxmem_tsq(:q) AS q),
+    hits AS (
+        SELECT s.item_id AS id, ts_rank_cd(s.tsv, q.q) AS r FROM item_search s, q
+        WHERE s.tenant_id = :t AND s.user_id = :u AND s.tsv @@ q.q
+        UNION ALL
+        SELECT c.id, ts_rank_cd(ctxmem_tsv(c.content), q.q) FROM context_item c, q
+        WHERE c.id IN (SELECT o.item_id FROM vector_outbox o WHERE o.tenant_id = :t AND o.user_id = :u)
+          AND c.tenant_id = :t AND c.user_id = :u AND ctxmem_tsv(c.content) @@ q.q
+    )
+    SELECT c.id::text FROM (SELECT id, max(r) AS r FROM hits GROUP BY id) h JOIN context_item c ON c.id = h.id
+    WHERE c.status IN ('available', 'verified', 'missing') AND (c.expires_at IS NULL OR c.expires_at > :now)
+    ORDER BY h.r DESC, c.id DESC
     LIMIT :n
     """
 )
 
 
-async def lexical_ranking(session: AsyncSession, *, tenant_id: str, user_id: str, query: str, limit: int) -> list[str]:
-    rows = await session.execute(_LEXICAL, {"q": query, "t": tenant_id, "u": user_id, "n": limit})
+async def lexical_ranking(
+    session: AsyncSession, *, tenant_id: str, user_id: str, query: str, limit: int, now: datetime
+) -> list[str]:
+    """Ids of the user's active items matching any of the query's terms, best first (ts_rank_cd)."""
+    rows = await session.execute(_LEXICAL, {"q": query, "t": tenant_id, "u": user_id, "n": limit, "now": now})
     return [r[0] for r in rows]
 
 
@@ -48,8 +63,8 @@ async def vector_ranking(
     """The index's ranking, or ``None`` and the reason the window is degraded."""
     if recall is None:
         return None, "degraded: vector recall is off; relevance from PostgreSQL full-text search only"
-    behind = await lag(session)
-    if behind.oldest_seconds > settings.vector_max_lag_seconds:
+    if await oldest_seconds(session) > settings.vector_max_lag_seconds:
+        behind = await lag(session)
         return None, (
             f"degraded: the vector index is {behind.oldest_seconds:.0f}s behind ({behind.pending} changes queued); "
             "relevance from PostgreSQL full-text search only"
@@ -61,7 +76,20 @@ async def vector_ranking(
         )
     except Exception as exc:  # any failure of the index or the embedder: serve without it
         return None, f"degraded: vector index unavailable ({type(exc).__name__}); relevance from PostgreSQL only"
-    return [str(h.id) for h in hits], None
+    floor = settings.vector_min_score if settings.vector_min_score is not None else recall.embedder.min_score
+    return [str(h.id) for h in hits if h.score >= floor], None
+
+
+@dataclass(frozen=True)
+class Relevance:
+    """Item id → relevance in (0, 1] (1 for the best of this query; items in neither ranking: absent),
+    the rankings it was fused from (best first; ``vector`` is ``None`` when the index was not used) and
+    the warnings to pass on."""
+
+    scores: dict[str, float]
+    lexical: list[str] | None
+    vector: list[str] | None
+    warnings: list[str]
 
 
 async def relevance(
@@ -72,29 +100,25 @@ async def relevance(
     tenant_id: str,
     user_id: str,
     query: str,
-) -> tuple[dict[str, float], list[str]]:
-    """Item id → relevance in [0, 1] (1 for the best), and any warnings."""
+    now: datetime,
+    mode: str | None = None,
+) -> Relevance:
+    """The relevance of the user's items to ``query`` under ``mode`` (default: ``settings.recall_mode``).
+    ``vector`` mode falls back to the lexical ranking when the index cannot be used; ``hybrid`` then
+    uses the lexical ranking alone; either way the warnings say ``degraded``."""
+    mode = mode or settings.recall_mode
     warnings: list[str] = []
-    rankings: list[list[str]] = []
-    mode = settings.recall_mode
     lexical: list[str] | None = None
-    if mode in ("hybrid", "lexical"):
-        lexical = await lexical_ranking(
-            session, tenant_id=tenant_id, user_id=user_id, query=query, limit=settings.recall_candidates
-        )
-        rankings.append(lexical)
+    vec: list[str] | None = None
     if mode in ("hybrid", "vector"):
         vec, problem = await vector_ranking(
             session, recall, settings, tenant_id=tenant_id, user_id=user_id, query=query
         )
-        if vec is not None:
-            rankings.append(vec)
-        else:
+        if vec is None:
             warnings.append(problem or "degraded")
-            if lexical is None:  # vector-only mode falls back to the PostgreSQL ranking
-                rankings.append(
-                    await lexical_ranking(
-                        session, tenant_id=tenant_id, user_id=user_id, query=query, limit=settings.recall_candidates
-                    )
-                )
-    return normalised(rrf(rankings, k=settings.rrf_k)), warnings
+    if mode in ("hybrid", "lexical") or vec is None:
+        lexical = await lexical_ranking(
+            session, tenant_id=tenant_id, user_id=user_id, query=query, limit=settings.recall_candidates, now=now
+        )
+    rankings = [r for r in (lexical, vec) if r is not None]
+    return Relevance(normalised(rrf(rankings, k=settings.rrf_k)), lexical, vec, warnings)

@@ -48,6 +48,17 @@ SELECT id, type, content, key, domain, source, authority, scope, scope_ref, sess
 FROM context_item {_ITEMS_WHERE}
 ORDER BY id
 """
+# Items outside the window's scopes that relevance recalls, re-checked here: active, unexpired, in the
+# request's domains. Whatever the index still holds of a superseded or deleted item stops here.
+_RECALLED_SQL = """
+SELECT id, type, content, key, domain, source, authority, scope, scope_ref, session_id, task_id, stage_id,
+       step_id, hard, status, confidence, observed_at, expires_at, updated_at, token_cost, level_texts,
+       level_tokens, related_ids
+FROM context_item
+WHERE tenant_id = $1 AND user_id = $2 AND id = ANY($3::uuid[]) AND status IN ('available', 'verified', 'missing')
+  AND (expires_at IS NULL OR expires_at > $4) AND ($5::text[] IS NULL OR domain IS NULL OR domain = ANY($5::text[]))
+ORDER BY id
+"""
 _JSON_SQL = "SELECT id, value, variants FROM context_item WHERE tenant_id = $1 AND id = ANY($2::uuid[])"
 _ENTRIES_SQL = f"""
 SELECT id, domain, dimension, key, value, polarity, tier, status, score, explicit, confirmed_at,
@@ -84,6 +95,27 @@ async def window_items(
     scopes and of the given session/task/stage/step instances, in the given domains or none."""
     driver = await _driver(session)
     rows = await driver.fetch(_ITEMS_SQL, *_item_args(tenant_id, user_id, refs, domains), record_class=Row)
+    legacy = [r["id"] for r in rows if r["level_texts"] is None]
+    if legacy:
+        extra = {r["id"]: r for r in await driver.fetch(_JSON_SQL, tenant_id, legacy)}
+        rows = [_with_json(r, extra.get(r["id"])) for r in rows]
+    return list(rows)
+
+
+async def recalled_items(
+    session: AsyncSession,
+    *,
+    tenant_id: str,
+    user_id: str,
+    ids: Sequence[str],
+    domains: Sequence[str] | None,
+    now: Any,
+) -> list[Any]:
+    """The given items of the user that are active and unexpired now (and in ``domains``), by id."""
+    driver = await _driver(session)
+    rows = await driver.fetch(
+        _RECALLED_SQL, tenant_id, user_id, list(ids), now, list(domains) if domains else None, record_class=Row
+    )
     legacy = [r["id"] for r in rows if r["level_texts"] is None]
     if legacy:
         extra = {r["id"]: r for r in await driver.fetch(_JSON_SQL, tenant_id, legacy)}

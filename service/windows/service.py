@@ -26,9 +26,9 @@ from service.errors import ServiceError, ValidationFailed
 from service.items.service import create_items
 from service.settings import Settings
 from service.tokenizer import Tokenizer
-from service.windows import repository
+from service.windows import recall, repository
 from service.windows.cache import CACHE
-from service.windows.state import UserState, fixed, terms
+from service.windows.state import UserState, fixed, recalled_elements
 
 
 class BudgetTooSmallError(ServiceError):
@@ -130,13 +130,37 @@ async def build_window(ctx: RequestContext, user_id: str, req: WindowRequest) ->
         pinned_norm.setdefault(norm, eid)
     longest_pinned = 2 * max(max(len(e.texts[0]) for e in extra), variant.longest_pinned) + 16
     repeats = variant.repeats(pinned_norm, longest_pinned)
-    query_terms = terms(req.query or req.input)
-    relevance = variant.relevance(query_terms) if query_terms else None
+    # Retrieve: relevance of the user's items to the query (hybrid: PostgreSQL full-text search and the
+    # vector index); the most relevant items outside this window's scopes join as recalled background.
+    found = await recall.relevance(
+        ctx.session,
+        ctx.vectors,
+        settings,
+        tenant_id=ctx.principal.tenant_id,
+        user_id=user_id,
+        query=req.query or req.input,
+        now=ctx.now,
+    )
+    ranked = variant.ranked()
+    if settings.recall_limit:
+        others = [i for i in found.scores if i not in state.known]
+        if others:
+            # Re-checked in PostgreSQL (active, unexpired, in the request's domains), then the best few.
+            rows = await repository.recalled_items(
+                ctx.session,
+                tenant_id=ctx.principal.tenant_id,
+                user_id=user_id,
+                ids=others,
+                domains=sorted(set(req.domains)) if req.domains else None,
+                now=ctx.now,
+            )
+            rows.sort(key=lambda r: (-found.scores[str(r["id"])], str(r["id"])))
+            ranked = variant.ranked(*recalled_elements(rows[: settings.recall_limit], user_id, count))
 
     outcome = assemble_prepared(
-        variant.prepared,
+        ranked.prepared,
         extra=extra,
-        relevance=relevance,
+        relevance=ranked.merit(found.scores, ctx.now),
         repeats=repeats,
         units=units,
         budget=budget,
@@ -174,7 +198,7 @@ async def build_window(ctx: RequestContext, user_id: str, req: WindowRequest) ->
         "sections": sections,
         "messages": [raw_messages[i] for i in outcome.kept_messages],
         "omitted": omitted,
-        "warnings": list(state.warnings),
+        "warnings": [*state.warnings, *found.warnings],
         "tokens": {
             "budget": budget,
             "used": outcome.used,

@@ -10,31 +10,20 @@ own elements, the relevance of each item to its query and the items repeating it
 from __future__ import annotations
 
 import hashlib
-import re
-from bisect import bisect_right
-from collections import Counter
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections import ChainMap, OrderedDict
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
-from itertools import chain
 from typing import Any
 
 from scoring.compress import assemble_levels, derive_levels
 from scoring.conflicts import normalize_value
 from scoring.items import AUTHORITY_RANK
 from scoring.profile import EffectiveProfile, effective_profile
+from scoring.relevance import W_RELEVANCE, importance, whole_days
 from scoring.scopes import ScopeContext, Scoped, effective
 from scoring.window import Element, Prepared, prepare
 from service.profiles.service import _pure as pure_entry
-
-# Words of 3+ letters and single CJK characters (so Chinese queries match too): query terms, and what an
-# item's text is indexed by.
-WORD = re.compile(r"[a-z0-9]{3,}|[\u3040-\u30ff\u3400-\u9fff]")
-
-
-def terms(text: str) -> frozenset[str]:
-    """Lowercased words of 3+ letters and single CJK characters."""
-    return frozenset(WORD.findall(text.lower()))
 
 
 def fixed(
@@ -105,75 +94,13 @@ def _phrase(dimension: str, polarity: str, value: str) -> str:
     return f"not {value}" if polarity == "dislike" else value
 
 
-class Words:
-    """Which items contain which query terms, without scanning every item's text per request: a term
-    (3+ of [a-z0-9], or one CJK character) occurs in a text exactly when it occurs inside one of the
-    text's maximal runs of [a-z0-9] — the words ``WORD`` finds — or is one of its CJK characters."""
-
-    def __init__(self, texts: Iterable[str]) -> None:
-        self._rows: dict[str, list[int]] = {}
-        for j, text in enumerate(texts):
-            for w in set(WORD.findall(text.lower())):
-                self._rows.setdefault(w, []).append(j)
-        self._words = sorted(w for w in self._rows if w.isascii())
-        self._joined = "\n".join(self._words)
-        self._starts: list[int] = []
-        at = 0
-        for w in self._words:
-            self._starts.append(at)
-            at += len(w) + 1
-
-    def _rows_with(self, term: str) -> Collection[int]:
-        if not term.isascii():
-            return self._rows.get(term, ())
-        found: list[list[int]] = []
-        joined, starts, words = self._joined, self._starts, self._words
-        at = joined.find(term)
-        while at >= 0:
-            k = bisect_right(starts, at) - 1
-            found.append(self._rows[words[k]])
-            at = joined.find(term, starts[k + 1]) if k + 1 < len(starts) else -1
-        if len(found) == 1:
-            return found[0]  # a word's items are distinct
-        return set(chain.from_iterable(found))
-
-    def relevance(self, query_terms: Iterable[str]) -> Counter[int]:
-        """Per item index: how many of the (distinct) terms its text contains."""
-        return Counter(chain.from_iterable(self._rows_with(t) for t in query_terms))
-
-
-class Texts:
-    """The items' texts, for relevance to a query: the first request scans them; later ones use an index
-    of their words, built then (building it costs a few scans, so an entry used once does not pay it)."""
-
-    def __init__(self, contents: list[str]) -> None:
-        self.contents = contents
-        self._words: Words | None = None
-        self._scanned = False
-
-    def relevance(self, query_terms: frozenset[str], rows: Sequence[int]) -> Mapping[int, int]:
-        """Item index → how many of the terms its text contains, for (at least) ``rows``; zeros left out."""
-        if self._words is None and not self._scanned:
-            self._scanned = True
-            out: dict[int, int] = {}
-            for j in rows:
-                lowered = self.contents[j].lower()
-                n = sum(1 for term in query_terms if term in lowered)
-                if n:
-                    out[j] = n
-            return out
-        if self._words is None:
-            self._words = Words(self.contents)
-        return self._words.relevance(query_terms)
-
-
 class Variant:
     """The prepared elements for requests that bring their own goal / plan or not: without one, the
     newest goal / plan item is pinned, which moves it out of the items that give way."""
 
     def __init__(self, state: UserState, pin_goal: bool, pin_plan: bool) -> None:
         latest = {j: t for t, j in state.latest.items() if (pin_goal if t == "goal" else pin_plan)}
-        ids, contents = state.ids, state.texts.contents
+        ids, contents = state.ids, state.contents
         loose = [j for j in range(len(ids)) if j not in state.pinned and j not in latest]
 
         # Related items share a level: connected components over related_ids among the loose items.
@@ -206,8 +133,9 @@ class Variant:
         self.prepared: Prepared = prepare(elements)
         # The state's lists, not the state itself: the state holds its variants, and a reference cycle
         # would leave every replaced entry to the cyclic garbage collector (long pauses).
-        self._contents, self._ids, self._texts = contents, ids, state.texts
-        self.loose_rows = loose
+        self._contents, self._ids, self._merits = contents, ids, state.merits
+        self._own = Ranked(self.prepared, state.merits)
+        self._with: OrderedDict[tuple[str, ...], Ranked] = OrderedDict()
         # Pinned items, in the order they claim a normalised text (after the request's; the first one wins).
         pinned = sorted([*state.pinned, *latest])
         self.pinned_norms = [(normalize_value(None, contents[j]), ids[j]) for j in pinned]
@@ -217,9 +145,6 @@ class Variant:
         self._by_length = sorted(loose, key=lambda j: len(contents[j]))
         self._indexed = 0
         self._by_norm: dict[int, list[int]] = {}
-        self._position = [-1] * len(ids)  # item index → its place in prepared.loose (-1: pinned here)
-        for j in loose:
-            self._position[j] = self.prepared.index[ids[j]]
 
     def repeats(self, pinned_norm: dict[str, str], longest: int) -> dict[str, str]:
         """Loose item id → the pinned element whose normalised text it repeats, for items of at most
@@ -238,14 +163,62 @@ class Variant:
                     out[ids[j]] = eid
         return out
 
-    def relevance(self, query_terms: frozenset[str]) -> list[int]:
-        """Per loose element (``prepared.loose`` order): how many query terms its item's text contains
-        (profile elements: 0)."""
-        out = [0] * len(self.prepared.loose)
-        position = self._position
-        for j, n in self._texts.relevance(query_terms, self.loose_rows).items():
-            if position[j] >= 0:
-                out[position[j]] = n
+    def ranked(self, recalled: Sequence[Element] = (), merits: Mapping[str, Merit] | None = None) -> Ranked:
+        """The prepared elements, plus ``recalled`` ones if any (loose items from outside the window's
+        scopes that relevance brought in, with their ``merits``). Memoised for the last few sets:
+        successive turns about one subject recall the same items."""
+        if not recalled:
+            return self._own
+        key = tuple(e.id for e in recalled)
+        hit = self._with.get(key)
+        if hit is None:
+            p = self.prepared
+            hit = Ranked(prepare([*p.pinned, *p.loose, *recalled]), ChainMap(dict(merits or {}), self._merits))
+            self._with[key] = hit
+            while len(self._with) > 8:
+                self._with.popitem(last=False)
+        self._with.move_to_end(key)
+        return hit
+
+
+# What an item brings to its importance besides relevance: (authority rank, confidence, observed day).
+Merit = tuple[int, float, int]
+
+
+def merit_of(row: Any) -> Merit:
+    return AUTHORITY_RANK[row["authority"]], float(row["confidence"]), whole_days(row["observed_at"])
+
+
+class Ranked:
+    """Prepared elements and what orders their giving way for a query."""
+
+    def __init__(self, prepared: Prepared, merits: Mapping[str, Merit]) -> None:
+        self.prepared = prepared
+        self._merits = merits
+        self._day: int | None = None
+        self._base: list[float] = []
+
+    def merit(self, scores: Mapping[str, float], now: datetime) -> list[float]:
+        """Per loose element: how long it holds out when the window gives way (higher: later) —
+        ``scoring.relevance.importance`` of its relevance to the query (``scores``: id → 0-1), authority,
+        confidence and age in whole days. Profile elements get 0: their own importance orders them."""
+        day = whole_days(now)
+        if day != self._day:  # the part without relevance changes once a day
+            base = []
+            for e in self.prepared.loose:
+                m = self._merits.get(e.id)
+                base.append(
+                    0.0
+                    if m is None
+                    else importance(relevance=0.0, authority_rank=m[0], confidence=m[1], age_days=max(0, day - m[2]))
+                )
+            self._base, self._day = base, day
+        out = list(self._base)
+        index = self.prepared.index
+        for eid, r in scores.items():
+            i = index.get(eid)
+            if i is not None and eid in self._merits:
+                out[i] += W_RELEVANCE * r
         return out
 
 
@@ -293,7 +266,9 @@ class UserState:
 
         live = [r for r in live if str(r["id"]) in chosen]
         self.ids = [str(r["id"]) for r in live]
-        self.texts = Texts([r["content"] for r in live])
+        self.contents = [r["content"] for r in live]
+        # Every item fetched, live or not: relevance recalls only items outside this set.
+        self.known = frozenset(str(r["id"]) for r in rows)
         self.orders = [(r["observed_at"], rid) for r, rid in zip(live, self.ids, strict=True)]
         self.related = {j: tuple(str(i) for i in r["related_ids"]) for j, r in enumerate(live) if r["related_ids"]}
         # The newest goal / plan item (rows come in id order), pinned when the request brings none.
@@ -301,11 +276,12 @@ class UserState:
         for j, r in enumerate(live):
             if r["type"] in ("goal", "plan") and r["status"] != "missing":
                 self.latest[r["type"]] = j
-        # Each item as pinned by its section, or as an element that gives way (its importance without
-        # relevance: that comes with the query, as ``relevance`` of ``assemble_prepared``, and breaks ties
-        # of importance the same way).
+        # Each item as pinned by its section, or as an element that gives way. What orders the giving way
+        # inside a section depends on the query (``Ranked.merit``), so the elements carry no importance
+        # of their own; ``merits`` holds what the item brings to it.
         self.pinned: dict[int, Element] = {}
         self.loose: dict[int, Element] = {}
+        self.merits: dict[str, Merit] = {}
         for j, r in enumerate(live):
             section, pinned, reason = _section_of(r)
             rid = self.ids[j]
@@ -313,10 +289,8 @@ class UserState:
                 self.pinned[j] = fixed(rid, section, r["content"], reason, count, order=self.orders[j])
                 continue
             texts, tokens = _item_levels(r, user_id, count)
-            importance = (AUTHORITY_RANK[r["authority"]], r["confidence"], r["observed_at"])
-            self.loose[j] = Element(
-                rid, section, texts, tokens, reason=reason, importance=importance, order=self.orders[j]
-            )
+            self.loose[j] = Element(rid, section, texts, tokens, reason=reason, order=self.orders[j])
+            self.merits[rid] = merit_of(r)
         self._variants: dict[tuple[bool, bool], Variant] = {}
 
         profile = effective_profile([pure_entry(e) for e in entry_rows], session_id=scope.session_id, domains=domains)
@@ -342,6 +316,22 @@ class UserState:
         if key not in self._variants:
             self._variants[key] = Variant(self, *key)
         return self._variants[key]
+
+
+def recalled_elements(
+    rows: Sequence[Any], user_id: str, count: Callable[[str], int]
+) -> tuple[list[Element], dict[str, Merit]]:
+    """Items from outside the window's scopes that relevance recalled: loose elements of the background
+    section, whatever their type (they were not chosen for this session or task), with their merits."""
+    elements, merits = [], {}
+    for r in rows:
+        rid = str(r["id"])
+        texts, tokens = _item_levels(r, user_id, count)
+        where = f"{r['scope']} {r['scope_ref']}" if r["scope_ref"] else r["scope"]
+        reason = f"recalled: relevant to the query ({r['type']} from {where})"
+        elements.append(Element(rid, "background", texts, tokens, reason=reason, order=(r["observed_at"], rid)))
+        merits[rid] = merit_of(r)
+    return elements, merits
 
 
 def _profile_elements(profile: EffectiveProfile, user_id: str, count: Callable[[str], int]) -> list[Element]:

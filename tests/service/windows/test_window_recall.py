@@ -1,0 +1,287 @@
+"""The window's retrieve step (DESIGN §3.6 step 1, §3.8): hybrid relevance decides what holds out under
+pressure and brings relevant items from outside the window's scopes; without the index the window is
+still served, ranked by PostgreSQL alone, and says ``degraded``."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from sqlalchemy import text
+
+from schemas.windows import WindowResponse
+from service.app import create_app
+from service.db.engine import Database, session_scope
+from service.settings import Settings
+from service.vectors.embedders import HashingEmbedder
+from service.vectors.outbox import OutboxWorker
+from service.vectors.qdrant_edge import QdrantEdgeIndex
+from service.vectors.recall import VectorRecall
+from service.windows.recall import lexical_ranking
+from tests.conftest import TenantKeys
+
+NOW = datetime.now(UTC)
+TARGET = "We benchmarked Memcached against Redis: Memcached had the lower p99 latency for the session cache."
+OTHERS = [
+    "The team lunch moved to Thursdays at noon in the small meeting room.",
+    "Alice prefers reviewing pull requests in the morning before standup.",
+    "The office printer on the second floor needs a new toner cartridge.",
+    "Quarterly planning is scheduled for the first week of next month.",
+    "Bob is on vacation until the fourteenth and Carol covers his on-call.",
+    "The design review for the onboarding flow was postponed by a week.",
+    "Our CI runners were upgraded to the new base image on Monday.",
+    "Marketing asked for screenshots of the dashboard for the newsletter.",
+    "The wiki page about expense reports was rewritten for clarity.",
+    "Somebody left an umbrella in the lobby and reception is keeping it.",
+]
+INPUT = "Let's continue where we left off."
+
+
+async def seed(client: httpx.AsyncClient, tenant: TenantKeys, user: str, items: list[dict[str, Any]]) -> list[str]:
+    r = await client.post(f"/v1/users/{user}/items/batch", json={"items": items}, headers=tenant.agent)
+    assert r.status_code == 201, r.text
+    return [i["id"] for i in r.json()["items"]]
+
+
+async def window(client: httpx.AsyncClient, tenant: TenantKeys, user: str, **body: Any) -> dict[str, Any]:
+    body.setdefault("input", INPUT)
+    r = await client.post(f"/v1/users/{user}/window", json=body, headers=tenant.agent)
+    assert r.status_code == 200, r.text
+    WindowResponse.model_validate_json(r.content)
+    out: dict[str, Any] = r.json()
+    return out
+
+
+def placed(w: dict[str, Any]) -> dict[str, tuple[int, str]]:
+    """Item id → (level, reason) of everything the window placed."""
+    return {p["id"]: (p["level"], p["reason"]) for s in w["sections"] for p in s["items"]}
+
+
+async def memory(client: httpx.AsyncClient, tenant: TenantKeys, user: str) -> str:
+    """The target, oldest of all, then ten unrelated episodes, newer and newer; returns the target's id."""
+    ep = {"type": "episode", "source": "summary"}
+    items = [{**ep, "content": TARGET, "observed_at": (NOW - timedelta(days=90)).isoformat()}] + [
+        {**ep, "content": c, "observed_at": (NOW - timedelta(days=9 - i)).isoformat()} for i, c in enumerate(OTHERS)
+    ]
+    return (await seed(client, tenant, user, items))[0]
+
+
+async def squeezed_budget(client: httpx.AsyncClient, tenant: TenantKeys, user: str, target: str) -> int:
+    """The largest budget at which, with a query matching nothing, the target is dropped: recency alone
+    puts the oldest item first in line to give way."""
+    full = await window(client, tenant, user, max_tokens=4000, query="qqqq")
+    assert placed(full)[target][0] == 0
+    budget = full["tokens"]["used"]
+    while budget > 0:
+        w = await window(client, tenant, user, max_tokens=budget, query="qqqq")
+        if target not in placed(w):
+            assert [o["id"] for o in w["omitted"]] == [target]
+            return budget
+        budget -= 2
+    raise AssertionError("no budget squeezes the target")
+
+
+def kept_instead(w: dict[str, Any], target: str) -> bool:
+    """The target is in the window and something else was dropped in its place."""
+    return target in placed(w) and bool(w["omitted"]) and target not in {o["id"] for o in w["omitted"]}
+
+
+@pytest.fixture
+async def client_for(db: Database, settings: Settings, vectors: VectorRecall) -> AsyncIterator[Any]:
+    """A client of an app with other settings or another vector stack (``vectors=None``: recall off)."""
+    clients: list[httpx.AsyncClient] = []
+
+    async def make(vecs: VectorRecall | None = vectors, **overrides: Any) -> httpx.AsyncClient:
+        app = create_app(settings.model_copy(update=overrides), database=db, vectors=vecs)
+        c = httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://ctxmem.test")
+        clients.append(c)
+        return c
+
+    yield make
+    for c in clients:
+        await c.aclose()
+
+
+@pytest.mark.parametrize("mode", ["hybrid", "lexical", "vector"])
+async def test_a_relevant_old_item_holds_out_where_recency_alone_drops_it(
+    client_for: Any, tenant: TenantKeys, vectors: VectorRecall, mode: str
+) -> None:
+    client = await client_for(recall_mode=mode)
+    target = await memory(client, tenant, "r")
+    await vectors.worker.drain()
+    budget = await squeezed_budget(client, tenant, "r", target)
+    w = await window(client, tenant, "r", max_tokens=budget, query="what was the Memcached p99 latency?")
+    assert kept_instead(w, target), w
+    assert w["warnings"] == []
+
+
+async def test_the_query_defaults_to_the_input(
+    client: httpx.AsyncClient, tenant: TenantKeys, vectors: VectorRecall
+) -> None:
+    target = await memory(client, tenant, "d")
+    await vectors.worker.drain()
+    budget = await squeezed_budget(client, tenant, "d", target)
+    w = await window(client, tenant, "d", max_tokens=budget, input="Remind me: Memcached p99 latency?")
+    assert kept_instead(w, target)
+
+
+async def test_modes_differ_a_misspelling_is_found_by_vectors_only(
+    client_for: Any, tenant: TenantKeys, vectors: VectorRecall
+) -> None:
+    """The hashing embedder's character n-grams survive a typo; full-text search does not."""
+    lexical, vector = await client_for(recall_mode="lexical"), await client_for(recall_mode="vector")
+    target = await memory(lexical, tenant, "m")
+    await vectors.worker.drain()
+    budget = await squeezed_budget(lexical, tenant, "m", target)
+    typo = "Memcahced benchmrak latnecy?"
+    assert target not in placed(await window(lexical, tenant, "m", max_tokens=budget, query=typo))
+    assert kept_instead(await window(vector, tenant, "m", max_tokens=budget, query=typo), target)
+
+
+async def test_relevant_items_of_other_sessions_are_recalled_and_only_active_ones(
+    client: httpx.AsyncClient, tenant: TenantKeys, vectors: VectorRecall
+) -> None:
+    s1 = {"scope": "session", "session_id": "s1", "source": "user", "key": "kafka.retention"}
+    kafka, old, gone, unrelated = await seed(
+        client, tenant, "o",
+        [
+            {**s1, "type": "fact", "content": "Kafka topic retention is 14 days.", "value": 14},
+            {**s1, "type": "fact", "content": "Kafka topic retention is 7 days.", "value": 7,
+             "observed_at": (NOW - timedelta(days=3)).isoformat()},
+            {**s1, "type": "fact", "content": "Kafka consumers retry three times before the dead letter topic.",
+             "key": "kafka.retries"},
+            {**s1, "type": "fact", "content": "The staging database is reset every night at two.", "key": "db.reset"},
+        ],
+    )  # fmt: skip
+    await vectors.worker.drain()
+    # deleted after the index had it: the index still answers with it until the outbox is applied
+    assert (await client.delete(f"/v1/users/o/items/{gone}", headers=tenant.agent)).status_code == 200
+    w = await window(client, tenant, "o", max_tokens=2000, session_id="s2", query="How long is Kafka retention?")
+    got = placed(w)
+    assert kafka in got and got[kafka][1].startswith("recalled: relevant to the query (fact from session s1)")
+    assert next(s["id"] for s in w["sections"] if any(p["id"] == kafka for p in s["items"])) == "background"
+    assert old not in got  # superseded
+    assert gone not in got  # deleted, though still in the index
+    assert unrelated not in got  # not relevant: session s1's items do not apply to s2 otherwise
+    # A query about nothing in s1 recalls nothing from it
+    w = await window(client, tenant, "o", max_tokens=2000, session_id="s2", query="qqqq")
+    assert not {kafka, old, gone, unrelated} & set(placed(w))
+    # and the session's own window has its items as usual, not as recalled
+    w = await window(client, tenant, "o", max_tokens=2000, session_id="s1", query="Kafka retention")
+    assert placed(w)[kafka][1] == "user-stated" and unrelated in placed(w)
+
+
+async def test_recall_limit_and_domains(client_for: Any, tenant: TenantKeys, vectors: VectorRecall) -> None:
+    client = await client_for(recall_limit=2)
+    ids = await seed(
+        client, tenant, "l",
+        [{"type": "fact", "scope": "session", "session_id": "a", "content": f"Kafka partition note number {i}.",
+          "domain": "infra" if i % 2 else "sales"} for i in range(6)],
+    )  # fmt: skip
+    await vectors.worker.drain()
+    w = await window(client, tenant, "l", max_tokens=3000, session_id="b", query="Kafka partition note")
+    assert len(set(placed(w)) & set(ids)) == 2
+    w = await window(
+        client, tenant, "l", max_tokens=3000, session_id="b", query="Kafka partition note", domains=["infra"]
+    )
+    recalled = set(placed(w)) & set(ids)
+    assert recalled and recalled <= {ids[i] for i in (1, 3, 5)}
+    off = await client_for(recall_limit=0)
+    w = await window(off, tenant, "l", max_tokens=3000, session_id="b", query="Kafka partition note")
+    assert not set(placed(w)) & set(ids)
+
+
+async def test_other_tenants_items_are_never_recalled(
+    client: httpx.AsyncClient, tenant: TenantKeys, other_tenant: TenantKeys, vectors: VectorRecall
+) -> None:
+    theirs = await seed(client, other_tenant, "same", [{"type": "fact", "scope": "session", "session_id": "x",
+                                                        "content": "Kafka retention is 30 days."}])  # fmt: skip
+    await seed(client, tenant, "same", [{"type": "fact", "content": "Unrelated note about lunch."}])
+    await vectors.worker.drain()
+    w = await window(client, tenant, "same", max_tokens=2000, session_id="y", query="Kafka retention days")
+    assert theirs[0] not in placed(w) and "30 days" not in w["text"]
+
+
+async def test_recall_off_is_degraded_but_lexical_relevance_still_works(
+    client_for: Any, tenant: TenantKeys, vectors: VectorRecall
+) -> None:
+    client = await client_for(vecs=None)
+    target = await memory(client, tenant, "n")
+    budget = await squeezed_budget(client, tenant, "n", target)
+    w = await window(client, tenant, "n", max_tokens=budget, query="Memcached p99 latency")
+    assert any(x.startswith("degraded: vector recall is off") for x in w["warnings"])
+    assert kept_instead(w, target)
+
+
+async def test_index_down_is_degraded_and_served_from_postgresql(
+    client_for: Any, tenant: TenantKeys, db: Database, settings: Settings, tmp_path: Path
+) -> None:
+    index = QdrantEdgeIndex(tmp_path / "down", dim=settings.embedding_dim)
+    await index.ensure_collection()
+    embedder = HashingEmbedder(dim=settings.embedding_dim)
+    down = VectorRecall(index, embedder, OutboxWorker(db, index, embedder, batch_size=100, max_backoff=1))
+    client = await client_for(vecs=down)
+    target = await memory(client, tenant, "x")
+    budget = await squeezed_budget(client, tenant, "x", target)
+    await index.close()  # the index goes down
+    w = await window(client, tenant, "x", max_tokens=budget, query="Memcached p99 latency")
+    assert any(x.startswith("degraded: vector index unavailable") for x in w["warnings"]), w["warnings"]
+    assert kept_instead(w, target)  # still ranked, by full-text search
+    assert w["tokens"]["used"] <= budget
+
+
+async def test_a_lagging_index_is_not_trusted(
+    client: httpx.AsyncClient, tenant: TenantKeys, db: Database, vectors: VectorRecall
+) -> None:
+    target = await memory(client, tenant, "g")
+    await vectors.worker.drain()
+    budget = await squeezed_budget(client, tenant, "g", target)
+    async with db.engine.begin() as conn:  # a change queued an hour ago and never applied
+        await conn.execute(
+            text(
+                "INSERT INTO vector_outbox (tenant_id, user_id, item_id, op, created_at, next_attempt_at) "
+                "VALUES (:t, 'g', :i, 'sync', now() - interval '1 hour', now() + interval '1 hour')"
+            ),
+            {"t": tenant.tenant_id, "i": target},
+        )
+    try:
+        w = await window(client, tenant, "g", max_tokens=budget, query="Memcached p99 latency")
+        assert any("vector index is 3600s behind" in x for x in w["warnings"]), w["warnings"]
+        assert kept_instead(w, target)
+    finally:
+        async with db.engine.begin() as conn:
+            await conn.execute(text("DELETE FROM vector_outbox WHERE tenant_id = :t"), {"t": tenant.tenant_id})
+
+
+async def test_lexical_index_is_maintained_by_the_worker(
+    client: httpx.AsyncClient, tenant: TenantKeys, db: Database, vectors: VectorRecall
+) -> None:
+    async def indexed() -> int:
+        async with db.engine.connect() as conn:
+            q = text("SELECT count(*) FROM item_search WHERE tenant_id = :t")
+            return int((await conn.execute(q, {"t": tenant.tenant_id})).scalar_one())
+
+    ids = await seed(client, tenant, "s", [{"type": "fact", "content": f"note {i} about queues"} for i in range(4)])
+    assert await indexed() == 0  # off the write path
+
+    async def found(query: str) -> set[str]:
+        async with session_scope(db) as s:
+            return set(
+                await lexical_ranking(s, tenant_id=tenant.tenant_id, user_id="s", query=query, limit=10, now=NOW)
+            )
+
+    # Not yet indexed, still found: the lexical ranking reads the queued changes from their content.
+    assert await found("queue") == set(ids)  # stemmed: queue ~ queues
+    await vectors.worker.drain()
+    assert await indexed() == 4
+    assert await found("queue") == set(ids) and await found("lunch") == set()
+    await client.delete(f"/v1/users/s/items/{ids[0]}", headers=tenant.agent)
+    await vectors.worker.drain()
+    assert await indexed() == 3
+    await client.delete("/v1/users/s", headers=tenant.admin)
+    await vectors.worker.drain()
+    assert await indexed() == 0
