@@ -3,7 +3,8 @@
 The data (``bench/data/recall_eval.json``, described in ``bench/data/README.md``) is four multi-session
 conversations written for this eval and questions, each naming the turns that answer it. Every turn is
 stored through the real item service as an ``episode`` item of its conversation's user; the vector outbox
-is applied with the app's own worker; then, for each ``recall_mode`` (lexical, vector, hybrid) and each
+is applied with the app's own worker; then, for each ``recall_mode`` (lexical, vector, hybrid — fused by the
+default convex combination, and by reciprocal rank as ``hybrid-rrf``) and each
 question, the window service is called with the question as ``input`` and a fixed ``max_tokens``:
 
     python -m bench.recall_eval [--budget 600] [--database-url URL] [--embedder hashing|minilm|http]
@@ -70,7 +71,14 @@ from service.windows.service import build_window
 
 DATA = Path(__file__).parent / "data" / "recall_eval.json"
 RESULTS = Path(__file__).parent / "results" / "recall_eval.json"
-MODES = ("lexical", "vector", "hybrid")
+# Each row: the settings it runs with. "hybrid" is the default fusion (convex combination of normalised
+# scores); "hybrid-rrf" fuses the same two rankings by reciprocal rank instead.
+MODES: dict[str, dict[str, Any]] = {
+    "lexical": {"recall_mode": "lexical"},
+    "vector": {"recall_mode": "vector"},
+    "hybrid": {"recall_mode": "hybrid", "fusion": "convex"},
+    "hybrid-rrf": {"recall_mode": "hybrid", "fusion": "rrf"},
+}
 KINDS = ("keyword", "paraphrase", "multi", "chinese")
 # A placed item's text is really in the window at these levels (3: key fields, 4: an index line).
 MAX_TEXT_LEVEL = 2
@@ -246,7 +254,7 @@ async def main(args: argparse.Namespace) -> int:
             kept = fill(rows_of[user_of[q["conversation"]]], q["question"], args.budget, count)
             ranking["recency"].append(outcome(q, {i: 0 for i in kept}, kept, item_of))
         for mode in MODES:
-            mode_settings = settings.model_copy(update={"recall_mode": mode})
+            mode_settings = settings.model_copy(update=MODES[mode])
             elapsed = 0.0
             for q in data["questions"]:
                 user = user_of[q["conversation"]]
@@ -334,6 +342,7 @@ async def main(args: argparse.Namespace) -> int:
             "embedding_dim": settings.embedding_dim,
             "vector_backend": settings.vector_backend,
             "rrf_k": settings.rrf_k,
+            "fusion_lexical_weight": settings.fusion_lexical_weight,
             "recall_candidates": settings.recall_candidates,
             "items": len(rows),
             "points_indexed": indexed,

@@ -4,12 +4,20 @@ Reports the service time of ``POST /window``'s work (p50/p99 over ``--calls`` ca
 session per call as in a request) beside a raw asyncpg fetch of the same rows measured in the same run,
 and optionally (``--http``) latency over real HTTP with 50 concurrent clients.
 
-The service time is measured three ways: the same request again and again (the rows unchanged, so the
+The window runs with the default retrieve step: hybrid relevance of the user's items to the query (full-
+text search in PostgreSQL plus the embedded Qdrant Edge index, hashing embedder), with the index holding
+``--index-points`` points in all (this user's plus filler points of 99 other users, as at 100 users x 1,000
+items). The user has items of another session too, which the query may recall. Also reported: the outbox
+worker's throughput indexing this user's items, and the retrieve step alone.
+
+The service time is measured four ways: the same request again and again (the rows unchanged, so the
 per-process window cache serves what the rows give); a new input every call (what a conversation does:
-the text to count changes each turn); and with the cache off, so every call fetches and derives
+the text to count and the query change each turn); with vector recall off (relevance from PostgreSQL
+only, as when the index is down: ``degraded``); and with the cache off, so every call fetches and derives
 everything — what the first window after any write to the user's items or profile costs.
 
-    python -m bench.window [--calls 2000] [--items 1000] [--entries 200] [--http] [--database-url URL]
+    python -m bench.window [--calls 2000] [--items 1000] [--entries 200] [--index-points 100000] [--http]
+                           [--database-url URL]
 """
 
 from __future__ import annotations
@@ -28,6 +36,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +46,7 @@ import httpx
 from schemas.items import ItemCreate
 from schemas.profiles import ObservationCreate
 from schemas.windows import WindowRequest
+from scoring.embedding import hash_embed
 from service.auth.service import Principal, create_key
 from service.clock import Clock
 from service.context import RequestContext
@@ -47,6 +57,9 @@ from service.items.service import create_items
 from service.profiles.service import add_observations
 from service.settings import Settings
 from service.tokenizer import build_tokenizer
+from service.vectors.base import VectorPoint
+from service.vectors.recall import build_recall
+from service.windows.recall import relevance
 from service.windows.service import build_window
 
 WORDS = [
@@ -87,6 +100,8 @@ def make_items(rnd: random.Random, n: int) -> list[ItemCreate]:
             body.update(key=f"k{i % 40}", value=i)
         if i % 11 == 0:
             body.update(scope="session", session_id="s-bench")
+        elif i % 13 == 0:  # an earlier session's: outside the window's scopes, recalled when relevant
+            body.update(scope="session", session_id="s-earlier")
         out.append(ItemCreate.model_validate(body))
     return out
 
@@ -155,6 +170,33 @@ async def main(args: argparse.Namespace) -> int:
                 make_observations(rnd, args.entries),
                 batch=True,
             )
+        # The vector index: the outbox worker indexes this user's items (timed), then filler points of 99
+        # other users bring it to --index-points.
+        recall = await build_recall(db, settings)
+        assert recall is not None
+        t0 = time.perf_counter()
+        applied = await recall.worker.drain()
+        outbox_s = time.perf_counter() - t0
+        print(
+            f"outbox worker: {applied} changes applied in {outbox_s:.2f} s = {applied / outbox_s:,.0f} points/s "
+            f"(batch {settings.outbox_batch_size}, embedder {recall.embedder.name}, index {recall.index.name})"
+        )
+        filler = max(0, args.index_points - applied)
+        for start in range(0, filler, 5000):
+            n = min(5000, filler - start)
+            vecs = hash_embed([text(rnd, 15, 60) for _ in range(n)], dim=settings.embedding_dim).tolist()
+            await recall.index.upsert(
+                [
+                    VectorPoint(
+                        id=uuid.uuid4(),
+                        vector=v,
+                        payload={"tenant_id": tenant, "user_id": f"other-{(start + j) % 99}", "type": "fact",
+                                 "status": "available", "domain": None},
+                    )
+                    for j, v in enumerate(vecs)
+                ]
+            )  # fmt: skip
+        points = await recall.index.count()
         messages = []
         for _ in range(5):
             messages += [
@@ -185,13 +227,15 @@ async def main(args: argparse.Namespace) -> int:
         gc.collect()
         gc.freeze()
 
-        async def service_times(run_settings: Settings, vary: bool) -> list[float]:
+        queries = [text(rnd, 4, 12) for _ in range(64)]
+
+        async def service_times(run_settings: Settings, vary: bool, vectors: Any = recall) -> list[float]:
             times: list[float] = []
             for i in range(args.calls + 50):
-                call = req.model_copy(update={"input": f"{req.input} (turn {i})"}) if vary else req
+                call = req.model_copy(update={"input": f"{queries[i % 64]} (turn {i})"}) if vary else req
                 async with db.sessionmaker() as s:
                     t0 = time.perf_counter()
-                    ctx = RequestContext(s, principal, run_settings, tokenizer, Clock().now())
+                    ctx = RequestContext(s, principal, run_settings, tokenizer, Clock().now(), vectors)
                     w = await build_window(ctx, user, call)
                     dt = (time.perf_counter() - t0) * 1000
                     await s.rollback()
@@ -202,7 +246,25 @@ async def main(args: argparse.Namespace) -> int:
 
         service_ms = await service_times(settings, vary=False)
         varied_ms = await service_times(settings, vary=True)
+        lexical_ms = await service_times(settings, vary=True, vectors=None)
         uncached_ms = await service_times(settings.model_copy(update={"window_cache_entries": 0}), vary=True)
+        retrieve_ms: list[float] = []
+        recalled = 0
+        for i in range(args.calls + 50):
+            async with db.sessionmaker() as s:
+                t0 = time.perf_counter()
+                found = await relevance(
+                    s, recall, settings, tenant_id=tenant, user_id=user, query=queries[i % 64], now=Clock().now()
+                )
+                dt = (time.perf_counter() - t0) * 1000
+                await s.rollback()
+            if i >= 50:
+                retrieve_ms.append(dt)
+                recalled += len(found.scores)
+        async with db.sessionmaker() as s:
+            w = await build_window(RequestContext(s, principal, settings, tokenizer, Clock().now(), recall), user, req)
+            await s.rollback()
+        from_elsewhere = sum(1 for sec in w["sections"] for p in sec["items"] if p["reason"].startswith("recalled"))
 
         raw = await asyncpg.connect(plain_url(url))
         raw_ms: list[float] = []
@@ -218,14 +280,18 @@ async def main(args: argparse.Namespace) -> int:
 
         print(
             f"window: user with {n_items} items ({len(rows)} applicable) and {n_entries} profile entries, "
-            f"max_tokens {args.max_tokens}, {args.calls} calls per row, modes {modes}"
+            f"max_tokens {args.max_tokens}, {args.calls} calls per row, modes {modes}; vector index "
+            f"{points:,} points; {recalled / args.calls:.0f} items relevant per query on average; "
+            f"{from_elsewhere} recalled from another session into the benchmark request's window"
         )
         print(f"{'path':<44}{'p50 ms':>9}{'p99 ms':>9}{'mean ms':>9}")
         print("-" * 71)
         for name, vals in (
             ("window service time", service_ms),
-            ("  … a new input every call", varied_ms),
+            ("  … a new input and query every call", varied_ms),
+            ("  … vector recall off (PostgreSQL only)", lexical_ms),
             ("  … cache off (every call after a write)", uncached_ms),
+            ("retrieve step alone (hybrid relevance)", retrieve_ms),
             ("raw asyncpg fetch of the same rows", raw_ms),
         ):
             print(f"{name:<44}{pct(vals, 50):9.2f}{pct(vals, 99):9.2f}{statistics.fmean(vals):9.2f}")
@@ -237,7 +303,11 @@ async def main(args: argparse.Namespace) -> int:
             "applicable_rows": len(rows) + len(entries),
             "service_ms": {"p50": pct(service_ms, 50), "p99": pct(service_ms, 99)},
             "service_new_input_ms": {"p50": pct(varied_ms, 50), "p99": pct(varied_ms, 99)},
+            "service_lexical_only_ms": {"p50": pct(lexical_ms, 50), "p99": pct(lexical_ms, 99)},
             "service_cache_off_ms": {"p50": pct(uncached_ms, 50), "p99": pct(uncached_ms, 99)},
+            "retrieve_ms": {"p50": pct(retrieve_ms, 50), "p99": pct(retrieve_ms, 99)},
+            "index_points": points,
+            "outbox_points_per_s": applied / outbox_s,
             "raw_fetch_ms": {"p50": pct(raw_ms, 50), "p99": pct(raw_ms, 99)},
             "ratio_p50": ratio,
             "modes": modes,
@@ -247,6 +317,7 @@ async def main(args: argparse.Namespace) -> int:
         out = Path(__file__).parent / "results" / "window.json"
         out.parent.mkdir(exist_ok=True)
         out.write_text(json.dumps(result, indent=2))
+        await recall.index.close()
         await db.dispose()
         return 0
     finally:
@@ -335,6 +406,7 @@ def cli() -> int:
     p.add_argument("--entries", type=int, default=200)
     p.add_argument("--max-tokens", type=int, default=4000)
     p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--index-points", type=int, default=100_000, help="points in the vector index in all")
     p.add_argument("--http", action="store_true", help="also measure over HTTP with concurrent clients")
     p.add_argument("--clients", type=int, default=50)
     p.add_argument("--http-requests", type=int, default=2000)

@@ -39,6 +39,26 @@ def rrf(rankings: Sequence[Sequence[K]], *, k: int = RRF_K) -> dict[K, float]:
     return scores
 
 
+def convex(
+    scored: Sequence[Sequence[tuple[K, float]]], *, floors: Sequence[float], weights: Sequence[float]
+) -> dict[K, float]:
+    """Convex combination of min-max normalised scores (Bruch et al., 2023): per ranking, a hit's score
+    becomes (score - floor) / (best score - floor), clipped to [0, 1], where ``floor`` is the lowest
+    score that still means something (0 for a text-search rank, the embedder's noise floor for cosine);
+    a document's relevance is Σ weight · normalised score (0 where a ranking lacks it). Unlike RRF it keeps
+    how much better the best hits are than the rest, so one strong match outweighs two weak ones."""
+    out: dict[K, float] = {}
+    for hits, floor, weight in zip(scored, floors, weights, strict=True):
+        best = max((score for _, score in hits), default=floor)
+        span = best - floor
+        if span <= 0:
+            continue
+        for key, score in hits:
+            x = min(1.0, max(0.0, (score - floor) / span))
+            out[key] = out.get(key, 0.0) + weight * x
+    return out
+
+
 def normalised(scores: dict[K, float]) -> dict[K, float]:
     best = max(scores.values(), default=0.0)
     return {key: s / best for key, s in scores.items()} if best > 0 else {}

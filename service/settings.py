@@ -126,7 +126,11 @@ class Settings(BaseSettings):
     outbox_poll_seconds: float = Field(0.2, gt=0)
     outbox_max_backoff_seconds: float = Field(60.0, gt=0)
     vector_max_lag_seconds: float = Field(30.0, gt=0)
-    # Hybrid relevance: reciprocal-rank fusion constant and how many candidates each ranking contributes.
+    # Hybrid relevance: how the lexical and vector rankings are fused (scoring/relevance.py): "convex", a
+    # weighted sum of min-max normalised scores (the lexical ranking's weight; the vector's is 1 minus it),
+    # or "rrf", reciprocal-rank fusion with constant rrf_k; and how many candidates each ranking gives.
+    fusion: Literal["convex", "rrf"] = "convex"
+    fusion_lexical_weight: float = Field(0.5, ge=0, le=1)
     rrf_k: int = Field(60, ge=1)
     # Which rankings relevance fuses: both (the default), or one of them (for evaluation and fallback).
     recall_mode: Literal["hybrid", "lexical", "vector"] = "hybrid"

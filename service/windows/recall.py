@@ -15,7 +15,7 @@ from datetime import datetime
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from scoring.relevance import normalised, rrf
+from scoring.relevance import convex, normalised, rrf
 from service.settings import Settings
 from service.vectors.outbox import lag, oldest_seconds
 from service.vectors.recall import VectorRecall
@@ -35,7 +35,7 @@ _LEXICAL = text(
         WHERE c.id IN (SELECT o.item_id FROM vector_outbox o WHERE o.tenant_id = :t AND o.user_id = :u)
           AND c.tenant_id = :t AND c.user_id = :u AND ctxmem_tsv(c.content) @@ q.q
     )
-    SELECT c.id::text FROM (SELECT id, max(r) AS r FROM hits GROUP BY id) h JOIN context_item c ON c.id = h.id
+    SELECT c.id::text, h.r FROM (SELECT id, max(r) AS r FROM hits GROUP BY id) h JOIN context_item c ON c.id = h.id
     WHERE c.status IN ('available', 'verified', 'missing') AND (c.expires_at IS NULL OR c.expires_at > :now)
     ORDER BY h.r DESC, c.id DESC
     LIMIT :n
@@ -45,10 +45,10 @@ _LEXICAL = text(
 
 async def lexical_ranking(
     session: AsyncSession, *, tenant_id: str, user_id: str, query: str, limit: int, now: datetime
-) -> list[str]:
-    """Ids of the user's active items matching any of the query's terms, best first (ts_rank_cd)."""
+) -> list[tuple[str, float]]:
+    """(id, ts_rank_cd) of the user's active items matching any of the query's terms, best first."""
     rows = await session.execute(_LEXICAL, {"q": query, "t": tenant_id, "u": user_id, "n": limit, "now": now})
-    return [r[0] for r in rows]
+    return [(r[0], float(r[1])) for r in rows]
 
 
 async def vector_ranking(
@@ -59,8 +59,9 @@ async def vector_ranking(
     tenant_id: str,
     user_id: str,
     query: str,
-) -> tuple[list[str] | None, str | None]:
-    """The index's ranking, or ``None`` and the reason the window is degraded."""
+) -> tuple[list[tuple[str, float]] | None, str | None]:
+    """The index's ranking — (id, cosine), best first, above the noise floor — or ``None`` and the reason
+    the window is degraded."""
     if recall is None:
         return None, "degraded: vector recall is off; relevance from PostgreSQL full-text search only"
     if await oldest_seconds(session) > settings.vector_max_lag_seconds:
@@ -77,7 +78,7 @@ async def vector_ranking(
     except Exception as exc:  # any failure of the index or the embedder: serve without it
         return None, f"degraded: vector index unavailable ({type(exc).__name__}); relevance from PostgreSQL only"
     floor = settings.vector_min_score if settings.vector_min_score is not None else recall.embedder.min_score
-    return [str(h.id) for h in hits if h.score >= floor], None
+    return [(str(h.id), h.score) for h in hits if h.score >= floor], None
 
 
 @dataclass(frozen=True)
@@ -87,8 +88,8 @@ class Relevance:
     the warnings to pass on."""
 
     scores: dict[str, float]
-    lexical: list[str] | None
-    vector: list[str] | None
+    lexical: list[tuple[str, float]] | None
+    vector: list[tuple[str, float]] | None
     warnings: list[str]
 
 
@@ -108,8 +109,8 @@ async def relevance(
     uses the lexical ranking alone; either way the warnings say ``degraded``."""
     mode = mode or settings.recall_mode
     warnings: list[str] = []
-    lexical: list[str] | None = None
-    vec: list[str] | None = None
+    lexical: list[tuple[str, float]] | None = None
+    vec: list[tuple[str, float]] | None = None
     if mode in ("hybrid", "vector"):
         vec, problem = await vector_ranking(
             session, recall, settings, tenant_id=tenant_id, user_id=user_id, query=query
@@ -120,5 +121,26 @@ async def relevance(
         lexical = await lexical_ranking(
             session, tenant_id=tenant_id, user_id=user_id, query=query, limit=settings.recall_candidates, now=now
         )
-    rankings = [r for r in (lexical, vec) if r is not None]
-    return Relevance(normalised(rrf(rankings, k=settings.rrf_k)), lexical, vec, warnings)
+    return Relevance(normalised(fuse(lexical, vec, settings, recall)), lexical, vec, warnings)
+
+
+def fuse(
+    lexical: list[tuple[str, float]] | None,
+    vector: list[tuple[str, float]] | None,
+    settings: Settings,
+    recall: VectorRecall | None,
+) -> dict[str, float]:
+    """The rankings fused as ``settings.fusion`` says (scoring/relevance.py): ``convex`` (default) or ``rrf``."""
+    if settings.fusion == "rrf":
+        return rrf([[i for i, _ in r] for r in (lexical, vector) if r is not None], k=settings.rrf_k)
+    scored, floors, weights = [], [], []
+    if lexical is not None:
+        scored.append(lexical)
+        floors.append(0.0)
+        weights.append(settings.fusion_lexical_weight)
+    if vector is not None:
+        scored.append(vector)
+        floor = settings.vector_min_score
+        floors.append(floor if floor is not None else (recall.embedder.min_score if recall is not None else 0.0))
+        weights.append(1.0 - settings.fusion_lexical_weight)
+    return convex(scored, floors=floors, weights=weights)
