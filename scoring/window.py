@@ -206,6 +206,54 @@ class Prepared:
         self._ranks: tuple[list[int], list[int], dict[int, tuple[int, ...]], list[int], list[int]] | None = None
         self._omitted: tuple[list[tuple[str, str]], Callable[[bytearray], Sequence[int]]] | None = None
 
+    def extended(self, extra: Sequence[Element]) -> Prepared:
+        """These elements plus ``extra`` loose ones (ungrouped, repeating nothing), as :func:`prepare`
+        would give them, built from this one's parts: copies of its lists with the extras appended, so
+        a request that adds a few elements to a large prepared set does not pay for preparing it again."""
+        if any(e.pinned or e.group is not None or e.repeats for e in extra):
+            raise ValueError("extra elements must be loose, ungrouped and repeat nothing")
+        if not extra:
+            return self
+        new = object.__new__(Prepared)
+        n, g0 = len(self.loose), len(self.members)
+        new.pinned = self.pinned
+        new.loose = self.loose + tuple(extra)
+        new.index = dict(self.index)
+        for k, e in enumerate(extra):
+            if e.id in new.index:
+                raise ValueError(f"duplicate element id {e.id!r}")
+            new.index[e.id] = n + k
+        extra_lines = [[e.tokens[lvl] + (0 if e.verbatim else LINE_OVERHEAD) for e in extra] for lvl in range(5)]
+        new.lines = tuple(old + add for old, add in zip(self.lines, extra_lines, strict=True))
+        new.sections = self.sections + [e.section for e in extra]
+        new.pinned_lines, new.pinned_sections = self.pinned_lines, self.pinned_sections
+        new.loose_sections = dict(self.loose_sections)
+        for e in extra:
+            new.loose_sections[e.section] = new.loose_sections.get(e.section, 0) + 1
+        new.members = self.members + [(n + k,) for k in range(len(extra))]
+        new.single = self.single + [n + k for k in range(len(extra))]
+        new.group_of = self.group_of + [g0 + k for k in range(len(extra))]
+        new.initial = self.initial + [0] * len(extra)
+        new.repeating = self.repeating
+        diffs = [[]] + [list(map(sub, extra_lines[lvl - 1], extra_lines[lvl])) for lvl in range(1, 5)]
+        new.saving = tuple(old + add for old, add in zip(self.saving, diffs, strict=True))
+        new.nonrepeat = self.nonrepeat + [1] * len(extra)
+        new.round_saving = [total + sum(d) for total, d in zip(self.round_saving, diffs, strict=True)]
+        new.start_total = self.start_total + sum(extra_lines[0])
+        new.render = dict(self.render)
+        new.unsorted = set(self.unsorted)
+        for name in {e.section for e in extra}:
+            entries = list(self.render.get(name, ())) + [(e, n + k) for k, e in enumerate(extra) if e.section == name]
+            if name not in new.unsorted:
+                try:
+                    entries.sort(key=lambda entry: _render_key(entry[0]))
+                except TypeError:
+                    new.unsorted.add(name)
+            new.render[name] = entries
+        new._ranks = None
+        new._omitted = None
+        return new
+
     def ranks(self) -> tuple[list[int], list[int], dict[int, tuple[int, ...]], list[int], list[int]]:
         """Per group: the rank of (gives way first, section, highest importance) and the rank of its smallest
         id; per group of several, the members holding its highest importance; the group of each id rank;

@@ -60,16 +60,6 @@ class Lag:
     oldest_seconds: float
 
 
-async def oldest_seconds(session: AsyncSession) -> float:
-    """Age of the oldest change not yet applied (0 when none): one index probe, for every window."""
-    age = (
-        await session.execute(
-            text("SELECT EXTRACT(EPOCH FROM now() - created_at) FROM vector_outbox ORDER BY id LIMIT 1")
-        )
-    ).scalar_one_or_none()
-    return max(0.0, float(age)) if age is not None else 0.0
-
-
 async def lag(session: AsyncSession) -> Lag:
     row = (
         await session.execute(

@@ -11,43 +11,57 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from scoring.relevance import convex, normalised, rrf
 from service.settings import Settings
-from service.vectors.outbox import lag, oldest_seconds
+from service.vectors.outbox import lag
 from service.vectors.recall import VectorRecall
 
 ACTIVE = ["available", "verified", "missing"]
 
 # Indexed items through item_search (GIN), plus the user's changes the outbox worker has not applied
-# yet, scored from their content; then re-checked against context_item (active, unexpired).
-_LEXICAL = text(
-    """
-    WITH q AS (SELECT ctxmem_tsq(:q) AS q),
-    hits AS (
-        SELECT s.item_id AS id, ts_rank_cd(s.tsv, q.q) AS r FROM item_search s, q
-        WHERE s.tenant_id = :t AND s.user_id = :u AND s.tsv @@ q.q
-        UNION ALL
-        SELECT c.id, ts_rank_cd(ctxmem_tsv(c.content), q.q) FROM context_item c, q
-        WHERE c.id IN (SELECT o.item_id FROM vector_outbox o WHERE o.tenant_id = :t AND o.user_id = :u)
-          AND c.tenant_id = :t AND c.user_id = :u AND ctxmem_tsv(c.content) @@ q.q
-    )
-    SELECT c.id::text, h.r FROM (SELECT id, max(r) AS r FROM hits GROUP BY id) h JOIN context_item c ON c.id = h.id
-    WHERE c.status IN ('available', 'verified', 'missing') AND (c.expires_at IS NULL OR c.expires_at > :now)
-    ORDER BY h.r DESC, c.id DESC
-    LIMIT :n
-    """
+# yet (their text analysed here, from the outbox's side: a few rows); the best :n by ts_rank are then
+# re-checked against context_item (active, unexpired), so a lagging index never brings back a dead item.
+_LEXICAL = """
+WITH q AS (SELECT ctxmem_tsq($3) AS q),
+pending AS MATERIALIZED (
+    SELECT DISTINCT c.id, ctxmem_tsv(c.content) AS tsv
+    FROM vector_outbox o JOIN context_item c ON c.id = o.item_id
+    WHERE o.tenant_id = $1 AND o.user_id = $2 AND c.tenant_id = $1
+),
+hits AS (
+    SELECT s.item_id AS id, ts_rank(s.tsv, q.q, 1) AS r FROM item_search s, q
+    WHERE s.tenant_id = $1 AND s.user_id = $2 AND s.tsv @@ q.q
+    UNION ALL
+    SELECT p.id, ts_rank(p.tsv, q.q, 1) FROM pending p, q WHERE p.tsv @@ q.q
 )
+SELECT c.id::text AS id, h.r
+FROM (SELECT id, max(r) AS r FROM hits GROUP BY id ORDER BY max(r) DESC, id DESC LIMIT $4) h
+JOIN context_item c ON c.id = h.id
+WHERE c.status IN ('available', 'verified', 'missing') AND (c.expires_at IS NULL OR c.expires_at > $5)
+ORDER BY h.r DESC, c.id DESC
+"""
+# The age of the oldest change the worker has not applied (an index probe).
+_OLDEST = "SELECT EXTRACT(EPOCH FROM now() - created_at)::float8 FROM vector_outbox ORDER BY id LIMIT 1"
+
+
+async def _driver(session: AsyncSession) -> Any:
+    """The session's asyncpg connection: these queries run on every window, and SQLAlchemy's statement
+    handling costs more than they do."""
+    conn = await session.connection()
+    raw = await conn.get_raw_connection()
+    return raw.driver_connection
 
 
 async def lexical_ranking(
     session: AsyncSession, *, tenant_id: str, user_id: str, query: str, limit: int, now: datetime
 ) -> list[tuple[str, float]]:
-    """(id, ts_rank_cd) of the user's active items matching any of the query's terms, best first."""
-    rows = await session.execute(_LEXICAL, {"q": query, "t": tenant_id, "u": user_id, "n": limit, "now": now})
+    """(id, ts_rank) of the user's active items matching any of the query's terms, best first (rank
+    divided by 1 + log of the document's length, so long texts do not win by length alone)."""
+    rows = await (await _driver(session)).fetch(_LEXICAL, tenant_id, user_id, query, limit, now)
     return [(r[0], float(r[1])) for r in rows]
 
 
@@ -64,7 +78,8 @@ async def vector_ranking(
     the window is degraded."""
     if recall is None:
         return None, "degraded: vector recall is off; relevance from PostgreSQL full-text search only"
-    if await oldest_seconds(session) > settings.vector_max_lag_seconds:
+    oldest = await (await _driver(session)).fetchval(_OLDEST)
+    if oldest is not None and oldest > settings.vector_max_lag_seconds:
         behind = await lag(session)
         return None, (
             f"degraded: the vector index is {behind.oldest_seconds:.0f}s behind ({behind.pending} changes queued); "

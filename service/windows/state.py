@@ -10,7 +10,7 @@ own elements, the relevance of each item to its query and the items repeating it
 from __future__ import annotations
 
 import hashlib
-from collections import ChainMap, OrderedDict
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
@@ -134,7 +134,7 @@ class Variant:
         # The state's lists, not the state itself: the state holds its variants, and a reference cycle
         # would leave every replaced entry to the cyclic garbage collector (long pauses).
         self._contents, self._ids, self._merits = contents, ids, state.merits
-        self._own = Ranked(self.prepared, state.merits)
+        self._own = Ranked(self.prepared, [state.merits.get(e.id) for e in self.prepared.loose])
         self._with: OrderedDict[tuple[str, ...], Ranked] = OrderedDict()
         # Pinned items, in the order they claim a normalised text (after the request's; the first one wins).
         pinned = sorted([*state.pinned, *latest])
@@ -172,8 +172,8 @@ class Variant:
         key = tuple(e.id for e in recalled)
         hit = self._with.get(key)
         if hit is None:
-            p = self.prepared
-            hit = Ranked(prepare([*p.pinned, *p.loose, *recalled]), ChainMap(dict(merits or {}), self._merits))
+            extra = [(merits or {}).get(e.id) for e in recalled]
+            hit = Ranked(self.prepared.extended(recalled), extra, parent=self._own)
             self._with[key] = hit
             while len(self._with) > 8:
                 self._with.popitem(last=False)
@@ -183,6 +183,8 @@ class Variant:
 
 # What an item brings to its importance besides relevance: (authority rank, confidence, observed day).
 Merit = tuple[int, float, int]
+# Merits are compared as integers, in millionths: the give-way order sorts plain ints.
+SCALE = 1_000_000
 
 
 def merit_of(row: Any) -> Merit:
@@ -190,35 +192,42 @@ def merit_of(row: Any) -> Merit:
 
 
 class Ranked:
-    """Prepared elements and what orders their giving way for a query."""
+    """Prepared elements and what orders their giving way for a query: ``merits`` per loose element
+    (``None`` for profile elements), or, with a ``parent``, for the loose elements added to its own."""
 
-    def __init__(self, prepared: Prepared, merits: Mapping[str, Merit]) -> None:
+    def __init__(self, prepared: Prepared, merits: Sequence[Merit | None], parent: Ranked | None = None) -> None:
         self.prepared = prepared
         self._merits = merits
+        self._parent = parent
         self._day: int | None = None
-        self._base: list[float] = []
+        self._base: list[int] = []
 
-    def merit(self, scores: Mapping[str, float], now: datetime) -> list[float]:
-        """Per loose element: how long it holds out when the window gives way (higher: later) —
-        ``scoring.relevance.importance`` of its relevance to the query (``scores``: id → 0-1), authority,
-        confidence and age in whole days. Profile elements get 0: their own importance orders them."""
-        day = whole_days(now)
-        if day != self._day:  # the part without relevance changes once a day
-            base = []
-            for e in self.prepared.loose:
-                m = self._merits.get(e.id)
-                base.append(
-                    0.0
-                    if m is None
-                    else importance(relevance=0.0, authority_rank=m[0], confidence=m[1], age_days=max(0, day - m[2]))
+    def base(self, day: int) -> list[int]:
+        """Per loose element, its importance without relevance on ``day`` (changes once a day)."""
+        if day != self._day:
+            own = [
+                0
+                if m is None
+                else round(
+                    SCALE * importance(relevance=0.0, authority_rank=m[0], confidence=m[1], age_days=max(0, day - m[2]))
                 )
-            self._base, self._day = base, day
-        out = list(self._base)
+                for m in self._merits
+            ]
+            self._base = (self._parent.base(day) if self._parent is not None else []) + own
+            self._day = day
+        return self._base
+
+    def merit(self, scores: Mapping[str, float], now: datetime) -> list[int]:
+        """Per loose element: how long it holds out when the window gives way (higher: later), in
+        millionths — ``scoring.relevance.importance`` of its relevance to the query (``scores``: id → 0-1),
+        authority, confidence and age in whole days. Profile elements get 0: their own importance orders
+        them (and relevance does not reach them)."""
+        out = list(self.base(whole_days(now)))
         index = self.prepared.index
         for eid, r in scores.items():
             i = index.get(eid)
-            if i is not None and eid in self._merits:
-                out[i] += W_RELEVANCE * r
+            if i is not None:  # scores name items only, never profile elements
+                out[i] += round(SCALE * W_RELEVANCE * r)
         return out
 
 

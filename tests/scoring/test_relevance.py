@@ -48,5 +48,5 @@ def test_convex_edge_cases() -> None:
     # hits at or below the floor carry nothing; a ranking whose best is the floor is skipped
     assert convex([[("a", 0.1)]], floors=[0.15], weights=[1.0]) == {}
     assert convex([[("a", 0.5), ("b", 0.1)]], floors=[0.15], weights=[1.0]) == {"a": 1.0, "b": 0.0}
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="longer"):
         convex([[("a", 1.0)]], floors=[0.0, 0.0], weights=[1.0])

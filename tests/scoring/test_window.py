@@ -424,11 +424,21 @@ def test_assemble_equals_the_straightforward_pipeline(scenario: Any) -> None:
     # The service's way: elements prepared once without the request's part, which comes per call.
     base = [replace(e, repeats=None) for e in elements if e.id != "input"]
     prepared = W.prepare(base)
+    # ... and what a request adds to a prepared set (recalled items): the same as preparing all at once.
+    k = 0
+    while k < len(base) and not base[-1 - k].pinned and base[-1 - k].group is None:
+        k += 1
+    k = min(k, 3)
+    extended = W.prepare(base[: len(base) - k]).extended(base[len(base) - k :])
+    fields = ("loose", "index", "lines", "sections", "loose_sections", "members", "single", "group_of", "initial",
+              "repeating", "saving", "nonrepeat", "round_saving", "start_total", "render", "unsorted")  # fmt: skip
+    for name in fields:
+        assert getattr(extended, name) == getattr(prepared, name), name
     request = [e for e in elements if e.id == "input"]
     repeats = {e.id: e.repeats for e in elements if e.repeats}
-    for _ in range(2):  # a prepared set is reused across requests: nothing may stick to it
+    for i in range(4):  # a prepared set is reused across requests: nothing may stick to it
         again = W.assemble_prepared(
-            prepared,
+            prepared if i % 2 else extended,
             extra=request,
             relevance=[relevance[e.id] for e in prepared.loose],
             repeats=repeats,
