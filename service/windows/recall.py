@@ -9,6 +9,7 @@ expired or deleted items never come back through it, however stale the index is.
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -25,6 +26,8 @@ ACTIVE = ["available", "verified", "missing"]
 # Indexed items through item_search (GIN), plus the user's changes the outbox worker has not applied
 # yet (their text analysed here, from the outbox's side: a few rows); the best :n by ts_rank are then
 # re-checked against context_item (active, unexpired), so a lagging index never brings back a dead item.
+# The same round trip reads the age of the oldest change the worker has not applied (an index probe):
+# whether the vector index can be trusted.
 _LEXICAL = """
 WITH q AS (SELECT ctxmem_tsq($3) AS q),
 pending AS MATERIALIZED (
@@ -38,14 +41,16 @@ hits AS (
     UNION ALL
     SELECT p.id, ts_rank(p.tsv, q.q, 1) FROM pending p, q WHERE p.tsv @@ q.q
 )
-SELECT c.id::text AS id, h.r
-FROM (SELECT id, max(r) AS r FROM hits GROUP BY id ORDER BY max(r) DESC, id DESC LIMIT $4) h
-JOIN context_item c ON c.id = h.id
-WHERE c.status IN ('available', 'verified', 'missing') AND (c.expires_at IS NULL OR c.expires_at > $5)
-ORDER BY h.r DESC, c.id DESC
+SELECT (SELECT EXTRACT(EPOCH FROM now() - created_at)::float8 FROM vector_outbox ORDER BY id LIMIT 1) AS lag,
+       t.id, t.r
+FROM (SELECT 1) AS one LEFT JOIN (
+    SELECT c.id::text AS id, h.r
+    FROM (SELECT id, max(r) AS r FROM hits GROUP BY id ORDER BY max(r) DESC, id DESC LIMIT $4) h
+    JOIN context_item c ON c.id = h.id
+    WHERE c.status IN ('available', 'verified', 'missing') AND (c.expires_at IS NULL OR c.expires_at > $5)
+) AS t ON true
+ORDER BY t.r DESC, t.id DESC
 """
-# The age of the oldest change the worker has not applied (an index probe).
-_OLDEST = "SELECT EXTRACT(EPOCH FROM now() - created_at)::float8 FROM vector_outbox ORDER BY id LIMIT 1"
 
 
 async def _driver(session: AsyncSession) -> Any:
@@ -58,42 +63,26 @@ async def _driver(session: AsyncSession) -> Any:
 
 async def lexical_ranking(
     session: AsyncSession, *, tenant_id: str, user_id: str, query: str, limit: int, now: datetime
-) -> list[tuple[str, float]]:
+) -> tuple[list[tuple[str, float]], float]:
     """(id, ts_rank) of the user's active items matching any of the query's terms, best first (rank
-    divided by 1 + log of the document's length, so long texts do not win by length alone)."""
+    divided by 1 + log of the document's length, so long texts do not win by length alone), and how many
+    seconds the oldest change still queued for the indexes has waited (0: none)."""
     rows = await (await _driver(session)).fetch(_LEXICAL, tenant_id, user_id, query, limit, now)
-    return [(r[0], float(r[1])) for r in rows]
+    hits = [(r["id"], float(r["r"])) for r in rows if r["id"] is not None]
+    return hits, max(0.0, rows[0]["lag"] or 0.0)
 
 
 async def vector_ranking(
-    session: AsyncSession,
-    recall: VectorRecall | None,
-    settings: Settings,
-    *,
-    tenant_id: str,
-    user_id: str,
-    query: str,
-) -> tuple[list[tuple[str, float]] | None, str | None]:
-    """The index's ranking — (id, cosine), best first, above the noise floor — or ``None`` and the reason
-    the window is degraded."""
-    if recall is None:
-        return None, "degraded: vector recall is off; relevance from PostgreSQL full-text search only"
-    oldest = await (await _driver(session)).fetchval(_OLDEST)
-    if oldest is not None and oldest > settings.vector_max_lag_seconds:
-        behind = await lag(session)
-        return None, (
-            f"degraded: the vector index is {behind.oldest_seconds:.0f}s behind ({behind.pending} changes queued); "
-            "relevance from PostgreSQL full-text search only"
-        )
-    try:
-        (vector,) = await recall.embedder.embed([query])
-        hits = await recall.index.search(
-            vector, tenant_id=tenant_id, user_id=user_id, limit=settings.recall_candidates, statuses=ACTIVE
-        )
-    except Exception as exc:  # any failure of the index or the embedder: serve without it
-        return None, f"degraded: vector index unavailable ({type(exc).__name__}); relevance from PostgreSQL only"
+    recall: VectorRecall, settings: Settings, *, tenant_id: str, user_id: str, query: str
+) -> list[tuple[str, float]]:
+    """The index's ranking: (id, cosine), best first, above the noise floor. Raises whatever the
+    embedder or the index raise."""
+    (vector,) = await recall.embedder.embed([query])
+    hits = await recall.index.search(
+        vector, tenant_id=tenant_id, user_id=user_id, limit=settings.recall_candidates, statuses=ACTIVE
+    )
     floor = settings.vector_min_score if settings.vector_min_score is not None else recall.embedder.min_score
-    return [(str(h.id), h.score) for h in hits if h.score >= floor], None
+    return [(str(h.id), h.score) for h in hits if h.score >= floor]
 
 
 @dataclass(frozen=True)
@@ -123,20 +112,38 @@ async def relevance(
     ``vector`` mode falls back to the lexical ranking when the index cannot be used; ``hybrid`` then
     uses the lexical ranking alone; either way the warnings say ``degraded``."""
     mode = mode or settings.recall_mode
-    warnings: list[str] = []
-    lexical: list[tuple[str, float]] | None = None
-    vec: list[tuple[str, float]] | None = None
-    if mode in ("hybrid", "vector"):
-        vec, problem = await vector_ranking(
-            session, recall, settings, tenant_id=tenant_id, user_id=user_id, query=query
-        )
-        if vec is None:
-            warnings.append(problem or "degraded")
-    if mode in ("hybrid", "lexical") or vec is None:
-        lexical = await lexical_ranking(
+    use_vectors = mode in ("hybrid", "vector")
+
+    async def vectors() -> list[tuple[str, float]] | Exception | None:
+        if not use_vectors or recall is None:
+            return None
+        try:
+            return await vector_ranking(recall, settings, tenant_id=tenant_id, user_id=user_id, query=query)
+        except Exception as exc:  # any failure of the index or the embedder: serve without it
+            return exc
+
+    # The index is searched while PostgreSQL ranks (the lexical query also says whether the index lags).
+    (lexical, waited), vec = await asyncio.gather(
+        lexical_ranking(
             session, tenant_id=tenant_id, user_id=user_id, query=query, limit=settings.recall_candidates, now=now
-        )
-    return Relevance(normalised(fuse(lexical, vec, settings, recall)), lexical, vec, warnings)
+        ),
+        vectors(),
+    )
+    warnings: list[str] = []
+    if use_vectors:
+        problem = None
+        if recall is None:
+            problem = "vector recall is off"
+        elif waited > settings.vector_max_lag_seconds:
+            behind = await lag(session)
+            problem = f"the vector index is {behind.oldest_seconds:.0f}s behind ({behind.pending} changes queued)"
+        elif isinstance(vec, Exception):
+            problem = f"vector index unavailable ({type(vec).__name__})"
+        if problem is not None:
+            warnings.append(f"degraded: {problem}; relevance from PostgreSQL full-text search only")
+    found = vec if isinstance(vec, list) and not warnings else None
+    words = None if mode == "vector" and found is not None else lexical  # vector mode: the fallback only
+    return Relevance(normalised(fuse(words, found, settings, recall)), words, found, warnings)
 
 
 def fuse(

@@ -270,7 +270,7 @@ async def test_lexical_index_is_maintained_by_the_worker(
 
     async def found(query: str) -> set[str]:
         async with session_scope(db) as s:
-            hits = await lexical_ranking(s, tenant_id=tenant.tenant_id, user_id="s", query=query, limit=10, now=NOW)
+            hits, _ = await lexical_ranking(s, tenant_id=tenant.tenant_id, user_id="s", query=query, limit=10, now=NOW)
             return {i for i, _ in hits}
 
     # Not yet indexed, still found: the lexical ranking reads the queued changes from their content.
