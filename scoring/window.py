@@ -24,6 +24,7 @@ elements — the service's per-user cache — pays per request only for the step
 from __future__ import annotations
 
 import hashlib
+from bisect import bisect_left
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import compress
@@ -123,6 +124,17 @@ def _render_key(e: Element) -> tuple[Any, ...]:
     return (e.order, e.id)
 
 
+def _give_way_key(e: Element) -> tuple[Any, ...]:
+    """Where a loose element of its own stands when giving way (lower goes first): the give-way-first
+    sections, then later sections, then lower importance."""
+    return (0 if e.section in GIVE_WAY_FIRST else 1, -SECTION_RANK[e.section], e.importance)
+
+
+def _contains(ordered: list[tuple[Any, ...]], key: tuple[Any, ...]) -> bool:
+    at = bisect_left(ordered, key)
+    return at < len(ordered) and ordered[at] == key
+
+
 class Prepared:
     """The elements of a window with everything that does not depend on the request worked out: line
     tokens per level, groups, what each group saves at each level, render order. Read-only once built
@@ -205,6 +217,9 @@ class Prepared:
                 self.unsorted.add(name)
         self._ranks: tuple[list[int], list[int], dict[int, tuple[int, ...]], list[int], list[int]] | None = None
         self._omitted: tuple[list[tuple[str, str]], Callable[[bytearray], Sequence[int]]] | None = None
+        self._parent: Prepared | None = None  # an extended set's: its ranks come from the parent's
+        self._distinct: list[tuple[Any, ...]] = []  # the distinct give-way keys, in order (with ranks)
+        self._sorted_ids: list[str] = []  # each group's smallest id, in order (with ranks)
 
     def extended(self, extra: Sequence[Element]) -> Prepared:
         """These elements plus ``extra`` loose ones (ungrouped, repeating nothing), as :func:`prepare`
@@ -252,6 +267,7 @@ class Prepared:
             new.render[name] = entries
         new._ranks = None
         new._omitted = None
+        new._parent, new._distinct, new._sorted_ids = self, [], []
         return new
 
     def ranks(self) -> tuple[list[int], list[int], dict[int, tuple[int, ...]], list[int], list[int]]:
@@ -259,6 +275,9 @@ class Prepared:
         id; per group of several, the members holding its highest importance; the group of each id rank;
         and the give-way order without relevance. Worked out on first use: a window that fits needs none."""
         if self._ranks is None:
+            if self._parent is not None:
+                self._ranks = self._extended_ranks(self._parent)
+                return self._ranks
             loose, members = self.loose, self.members
             keys: list[tuple[Any, ...]] = []
             min_ids: list[str] = []
@@ -266,7 +285,7 @@ class Prepared:
             for g, i in enumerate(self.single):
                 if i >= 0:
                     e = loose[i]
-                    keys.append((0 if e.section in GIVE_WAY_FIRST else 1, -SECTION_RANK[e.section], e.importance))
+                    keys.append(_give_way_key(e))
                     min_ids.append(e.id)
                     continue
                 group = [loose[j] for j in members[g]]
@@ -277,18 +296,49 @@ class Prepared:
                 leaders[g] = tuple(j for j in members[g] if loose[j].importance == top)
             n = len(keys)
             rank = [0] * n
-            current, previous = -1, None
+            distinct: list[tuple[Any, ...]] = []
             for g in sorted(range(n), key=keys.__getitem__):
-                if current < 0 or keys[g] != previous:
-                    current, previous = current + 1, keys[g]
-                rank[g] = current
+                if not distinct or keys[g] != distinct[-1]:
+                    distinct.append(keys[g])
+                rank[g] = len(distinct) - 1
             group_at = sorted(range(n), key=min_ids.__getitem__)
-            id_rank = [0] * n
-            for r, g in enumerate(group_at):
-                id_rank[g] = r
-            base = [group_at[k % n] for k in sorted(r * n + i for r, i in zip(rank, id_rank, strict=True))]
-            self._ranks = (rank, id_rank, leaders, group_at, base)
+            self._distinct, self._sorted_ids = distinct, [min_ids[g] for g in group_at]
+            self._ranks = self._with_base(rank, leaders, group_at)
         return self._ranks
+
+    def _with_base(
+        self, rank: list[int], leaders: dict[int, tuple[int, ...]], group_at: list[int]
+    ) -> tuple[list[int], list[int], dict[int, tuple[int, ...]], list[int], list[int]]:
+        n = len(rank)
+        id_rank = [0] * n
+        for r, g in enumerate(group_at):
+            id_rank[g] = r
+        base = [group_at[k % n] for k in sorted(r * n + i for r, i in zip(rank, id_rank, strict=True))]
+        return rank, id_rank, leaders, group_at, base
+
+    def _extended_ranks(
+        self, parent: Prepared
+    ) -> tuple[list[int], list[int], dict[int, tuple[int, ...]], list[int], list[int]]:
+        """:meth:`ranks` of an :meth:`extended` set from its parent's: the extras are groups of one at the
+        end, so the parent's ranks are shifted past the extras' new keys and their ids merged in."""
+        prank, _, leaders, pgroup_at, _ = parent.ranks()
+        g0 = len(prank)
+        extra = self.loose[len(parent.loose) :]
+        keys = [_give_way_key(e) for e in extra]
+        old = parent._distinct
+        added = sorted({k for k in keys if not _contains(old, k)})
+        distinct = sorted(old + added) if added else old
+        shift = [r + bisect_left(added, key) for r, key in enumerate(old)] if added else None
+        rank = [shift[r] for r in prank] if shift is not None else list(prank)
+        rank += [bisect_left(distinct, k) for k in keys]
+        # Ids: merge the extras (groups g0, g0+1, …) into the parent's groups in id order.
+        ids, group_at = list(parent._sorted_ids), list(pgroup_at)
+        for k, e in sorted(enumerate(extra), key=lambda x: x[1].id):
+            at = bisect_left(ids, e.id)
+            ids.insert(at, e.id)
+            group_at.insert(at, g0 + k)
+        self._distinct, self._sorted_ids = distinct, ids
+        return self._with_base(rank, leaders, group_at)
 
     def order(self, relevance: Sequence[float] | None) -> list[int]:
         """Groups in give-way order, least important first: later sections first (the give-way-first ones

@@ -49,7 +49,8 @@ FROM context_item {_ITEMS_WHERE}
 ORDER BY id
 """
 # Items outside the window's scopes that relevance recalls, re-checked here: active, unexpired, in the
-# request's domains. Whatever the index still holds of a superseded or deleted item stops here.
+# request's domains. Whatever the index still holds of a superseded or deleted item stops here. The ids
+# come best first; the first $6 that pass are returned, in that order.
 _RECALLED_SQL = """
 SELECT id, type, content, key, domain, source, authority, scope, scope_ref, session_id, task_id, stage_id,
        step_id, hard, status, confidence, observed_at, expires_at, updated_at, token_cost, level_texts,
@@ -57,7 +58,8 @@ SELECT id, type, content, key, domain, source, authority, scope, scope_ref, sess
 FROM context_item
 WHERE tenant_id = $1 AND user_id = $2 AND id = ANY($3::uuid[]) AND status IN ('available', 'verified', 'missing')
   AND (expires_at IS NULL OR expires_at > $4) AND ($5::text[] IS NULL OR domain IS NULL OR domain = ANY($5::text[]))
-ORDER BY id
+ORDER BY array_position($3::uuid[], id)
+LIMIT $6
 """
 _JSON_SQL = "SELECT id, value, variants FROM context_item WHERE tenant_id = $1 AND id = ANY($2::uuid[])"
 _ENTRIES_SQL = f"""
@@ -110,11 +112,13 @@ async def recalled_items(
     ids: Sequence[str],
     domains: Sequence[str] | None,
     now: Any,
+    limit: int,
 ) -> list[Any]:
-    """The given items of the user that are active and unexpired now (and in ``domains``), by id."""
+    """The first ``limit`` of the given items (best first) that are active and unexpired now and in
+    ``domains``, in the given order."""
     driver = await _driver(session)
     rows = await driver.fetch(
-        _RECALLED_SQL, tenant_id, user_id, list(ids), now, list(domains) if domains else None, record_class=Row
+        _RECALLED_SQL, tenant_id, user_id, list(ids), now, list(domains) if domains else None, limit, record_class=Row
     )
     legacy = [r["id"] for r in rows if r["level_texts"] is None]
     if legacy:

@@ -143,9 +143,9 @@ async def build_window(ctx: RequestContext, user_id: str, req: WindowRequest) ->
     )
     ranked = variant.ranked()
     if settings.recall_limit:
-        others = [i for i in found.scores if i not in state.known]
+        others = sorted((i for i in found.scores if i not in state.known), key=lambda i: (-found.scores[i], i))
         if others:
-            # Re-checked in PostgreSQL (active, unexpired, in the request's domains), then the best few.
+            # The best few that PostgreSQL confirms (active, unexpired, in the request's domains).
             rows = await repository.recalled_items(
                 ctx.session,
                 tenant_id=ctx.principal.tenant_id,
@@ -153,9 +153,9 @@ async def build_window(ctx: RequestContext, user_id: str, req: WindowRequest) ->
                 ids=others,
                 domains=sorted(set(req.domains)) if req.domains else None,
                 now=ctx.now,
+                limit=settings.recall_limit,
             )
-            rows.sort(key=lambda r: (-found.scores[str(r["id"])], str(r["id"])))
-            ranked = variant.ranked(*recalled_elements(rows[: settings.recall_limit], user_id, count))
+            ranked = variant.ranked(*recalled_elements(rows, user_id, count))
 
     outcome = assemble_prepared(
         ranked.prepared,

@@ -434,6 +434,7 @@ def test_assemble_equals_the_straightforward_pipeline(scenario: Any) -> None:
               "repeating", "saving", "nonrepeat", "round_saving", "start_total", "render", "unsorted")  # fmt: skip
     for name in fields:
         assert getattr(extended, name) == getattr(prepared, name), name
+    assert extended.ranks() == prepared.ranks()  # worked out from its parent's
     request = [e for e in elements if e.id == "input"]
     repeats = {e.id: e.repeats for e in elements if e.repeats}
     for i in range(4):  # a prepared set is reused across requests: nothing may stick to it
