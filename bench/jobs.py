@@ -11,9 +11,7 @@ import argparse
 import asyncio
 import json
 import os
-import shutil
 import sys
-import tempfile
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -21,10 +19,10 @@ from typing import Any
 
 import asyncpg
 
+from bench.common import bench_database
 from jobs.runner import run_job
 from service.clock import FixedClock
 from service.db import migrate
-from service.db.embedded import ensure_database, start_embedded
 from service.db.engine import create_database, plain_url
 from service.settings import Settings
 
@@ -101,15 +99,7 @@ async def measure(url: str, settings: Settings, tenant: str) -> dict[str, Any]:
 
 
 async def main(args: argparse.Namespace) -> int:
-    tmp = Path(tempfile.mkdtemp(prefix="ctxmem-bench-jobs-"))
-    server = None
-    try:
-        if args.database_url:
-            url = args.database_url
-        else:
-            server = start_embedded(tmp / "pg")
-            await ensure_database(server.get_uri(), "ctxmem_bench")
-            url = server.get_uri("ctxmem_bench")
+    async with bench_database("ctxmem-bench-jobs-", args.database_url) as (url, tmp):
         settings = Settings(database_url=url, data_dir=tmp)
         db = create_database(url, settings)
         await migrate.upgrade(db.engine)
@@ -138,10 +128,6 @@ async def main(args: argparse.Namespace) -> int:
         out.parent.mkdir(exist_ok=True)
         out.write_text(json.dumps({"runs": results, "growth": growth}, indent=2, default=str))
         return 0
-    finally:
-        if server is not None:
-            server.cleanup()
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def cli() -> int:

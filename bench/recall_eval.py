@@ -43,9 +43,7 @@ import asyncio
 import json
 import os
 import secrets
-import shutil
 import sys
-import tempfile
 import time
 from collections import Counter
 from datetime import timedelta
@@ -54,13 +52,13 @@ from typing import Any
 
 from sqlalchemy import text as sql
 
+from bench.common import bench_database
 from schemas.items import ItemCreate
 from schemas.windows import WindowRequest
 from service.auth.service import Principal, create_key
 from service.clock import Clock
 from service.context import RequestContext
 from service.db import migrate
-from service.db.embedded import ensure_database, start_embedded
 from service.db.engine import create_database, session_scope
 from service.items.service import create_items
 from service.settings import Settings
@@ -179,15 +177,7 @@ def share(results: list[dict[str, Any]], key: str, kind: str | None = None) -> t
 
 async def main(args: argparse.Namespace) -> int:
     data = load(Path(args.data))
-    tmp = Path(tempfile.mkdtemp(prefix="ctxmem-recall-eval-"))
-    server = None
-    try:
-        if args.database_url:
-            url = args.database_url
-        else:
-            server = start_embedded(tmp / "pg")
-            await ensure_database(server.get_uri(), "ctxmem_bench")
-            url = server.get_uri("ctxmem_bench")
+    async with bench_database("ctxmem-recall-eval-", args.database_url) as (url, tmp):
         overrides: dict[str, Any] = {"database_url": url, "data_dir": tmp}
         if args.embedder:
             overrides["embedder"] = args.embedder
@@ -362,10 +352,6 @@ async def main(args: argparse.Namespace) -> int:
             await recall.index.close()
         await db.dispose()
         return 0
-    finally:
-        if server is not None:
-            server.cleanup()
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def cli() -> int:

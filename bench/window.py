@@ -29,12 +29,10 @@ import json
 import os
 import random
 import secrets
-import shutil
 import socket
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -43,6 +41,7 @@ from typing import Any
 import asyncpg
 import httpx
 
+from bench.common import bench_database
 from schemas.items import ItemCreate
 from schemas.profiles import ObservationCreate
 from schemas.windows import WindowRequest
@@ -51,7 +50,6 @@ from service.auth.service import Principal, create_key
 from service.clock import Clock
 from service.context import RequestContext
 from service.db import migrate
-from service.db.embedded import ensure_database, start_embedded
 from service.db.engine import create_database, plain_url, session_scope
 from service.items.service import create_items
 from service.profiles.service import add_observations
@@ -139,15 +137,7 @@ ENTRIES_SQL = "SELECT * FROM profile_entry WHERE tenant_id = $1 AND user_id = $2
 
 
 async def main(args: argparse.Namespace) -> int:
-    tmp = Path(tempfile.mkdtemp(prefix="ctxmem-bench-window-"))
-    server = None
-    try:
-        if args.database_url:
-            url = args.database_url
-        else:
-            server = start_embedded(tmp / "pg")
-            await ensure_database(server.get_uri(), "ctxmem_bench")
-            url = server.get_uri("ctxmem_bench")
+    async with bench_database("ctxmem-bench-window-", args.database_url) as (url, tmp):
         settings = Settings(database_url=url, data_dir=tmp)
         db = create_database(url, settings)
         await migrate.upgrade(db.engine)
@@ -323,10 +313,6 @@ async def main(args: argparse.Namespace) -> int:
         await recall.index.close()
         await db.dispose()
         return 0
-    finally:
-        if server is not None:
-            server.cleanup()
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 async def http_bench(

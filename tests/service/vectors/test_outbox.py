@@ -7,6 +7,7 @@ import asyncio
 from pathlib import Path
 
 import httpx
+import pytest
 from sqlalchemy import text
 
 from service.db.engine import Database
@@ -116,3 +117,93 @@ async def test_client_embedding_dimension_is_checked(
         headers={**tenant.agent, "content-type": "application/json"},
     )  # fmt: skip
     assert nan.status_code == 422
+
+
+async def points(vectors: VectorRecall, tenant: str, user: str, text_: str) -> set[str]:
+    (v,) = await vectors.embedder.embed([text_])
+    return {str(h.id) for h in await vectors.index.search(v, tenant_id=tenant, user_id=user, limit=100)}
+
+
+async def requeue(db: Database, tenant: str, user: str, ids: list[str]) -> None:
+    """Queue the same changes again, as a crashed worker that applied them but never deleted its rows
+    would leave them."""
+    async with db.engine.begin() as conn:
+        await conn.execute(
+            text(
+                "INSERT INTO vector_outbox (tenant_id, user_id, item_id, op, created_at, next_attempt_at) "
+                "SELECT :t, :u, i, 'sync', now(), now() FROM unnest(CAST(:ids AS uuid[])) AS i"
+            ),
+            {"t": tenant, "u": user, "ids": ids},
+        )
+
+
+@pytest.mark.parametrize("batch_size", [1, 1000])
+async def test_order_decides_and_replays_change_nothing(
+    client: httpx.AsyncClient, tenant: TenantKeys, db: Database, vectors: VectorRecall, batch_size: int
+) -> None:
+    """Changes queued before the worker runs are applied in order — one by one or in one batch: an item
+    written then deleted ends absent; a user erased and then written to again keeps only the new item."""
+    worker = OutboxWorker(db, vectors.index, vectors.embedder, batch_size=batch_size, max_backoff=1)
+    await worker.drain()
+    t = tenant.tenant_id
+    r = await client.post("/v1/users/p/items/batch", json={"items": [
+        {"type": "fact", "content": "parrots talk a lot"}, {"type": "fact", "content": "parrots live long"}]},
+        headers=tenant.agent)  # fmt: skip
+    talk, live = (i["id"] for i in r.json()["items"])
+    await client.delete(f"/v1/users/p/items/{talk}", headers=tenant.agent)
+    await client.post("/v1/users/q/items", json={"type": "fact", "content": "quails are small"}, headers=tenant.agent)
+    await client.delete("/v1/users/q", headers=tenant.admin)
+    again = await client.post("/v1/users/q/items", json={"type": "fact", "content": "quails again"},
+                              headers=tenant.agent)  # fmt: skip
+    await worker.drain()
+    assert await points(vectors, t, "p", "parrots") == {live}
+    assert await points(vectors, t, "q", "quails") == {again.json()["id"]}
+    assert await vectors.index.count(tenant_id=t) == 2
+
+    # Replaying every change (as after a crash between applying and deleting) changes nothing.
+    async with db.engine.connect() as conn:
+        rows = (await conn.execute(text("SELECT item_id FROM item_search WHERE tenant_id = :t"), {"t": t})).all()
+    await requeue(db, t, "p", [talk, live])
+    await requeue(db, t, "q", [again.json()["id"]])
+    await worker.drain()
+    assert await points(vectors, t, "p", "parrots") == {live}
+    assert await points(vectors, t, "q", "quails") == {again.json()["id"]}
+    assert await vectors.index.count(tenant_id=t) == 2
+    async with db.engine.connect() as conn:
+        assert (
+            await conn.execute(text("SELECT item_id FROM item_search WHERE tenant_id = :t"), {"t": t})
+        ).all() == rows
+
+
+async def test_concurrent_workers_apply_each_change_once(
+    client: httpx.AsyncClient, tenant: TenantKeys, db: Database, vectors: VectorRecall
+) -> None:
+    """Two workers on their own connections drain one outbox at once (rows claimed with SKIP LOCKED):
+    nothing is lost and nothing is applied twice."""
+    await vectors.worker.drain()
+    items = [{"type": "fact", "content": f"concurrent note {i}"} for i in range(300)]
+    for user in ("c1", "c2", "c3"):
+        r = await client.post(f"/v1/users/{user}/items/batch", json={"items": items}, headers=tenant.agent)
+        assert r.status_code == 201
+    a = OutboxWorker(db, vectors.index, vectors.embedder, batch_size=50, max_backoff=1)
+    b = OutboxWorker(db, vectors.index, vectors.embedder, batch_size=50, max_backoff=1)
+    done = await asyncio.gather(a.drain(), b.drain())
+    assert sum(done) == 900 and a.applied == done[0] and b.applied == done[1]
+    assert min(done) > 0  # both took part
+    assert await pending(db, tenant.tenant_id) == 0
+    for user in ("c1", "c2", "c3"):
+        assert await vectors.index.count(tenant_id=tenant.tenant_id, user_id=user) == 300
+
+
+async def test_reindex_job_applies_the_outbox(
+    client: httpx.AsyncClient, tenant: TenantKeys, db: Database, vectors: VectorRecall
+) -> None:
+    await vectors.worker.drain()
+    items = [{"type": "fact", "content": f"job {i}"} for i in range(12)]
+    r = await client.post("/v1/users/j/items/batch", json={"items": items}, headers=tenant.agent)
+    assert r.status_code == 201 and await pending(db, tenant.tenant_id) == 12
+    run = await client.post("/v1/jobs/reindex/run", headers=tenant.admin)
+    assert run.status_code == 200, run.text
+    assert run.json()["rows"]["vectors_applied"] >= 12
+    assert await pending(db, tenant.tenant_id) == 0
+    assert await vectors.index.count(tenant_id=tenant.tenant_id, user_id="j") == 12
