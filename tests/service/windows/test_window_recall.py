@@ -284,3 +284,37 @@ async def test_lexical_index_is_maintained_by_the_worker(
     await client.delete("/v1/users/s", headers=tenant.admin)
     await vectors.worker.drain()
     assert await indexed() == 0
+
+
+NASTY_QUERIES = [
+    "'",
+    "\\",
+    "a\\b",
+    "E'x'",
+    "!&|():*<->",
+    "a:b c:*",
+    "'; DROP TABLE item_search; --",
+    "   ",
+    "the and of",
+    "😀",
+    "𠜎𠜱",
+    "x" * 30_000,
+    "a " * 5_000,
+    "<2> !!",
+    "café ﬁ",
+    "\u200b\u200d",
+]
+
+
+@pytest.mark.parametrize("query", NASTY_QUERIES)
+async def test_any_query_text_is_searched_safely(
+    client: httpx.AsyncClient, tenant: TenantKeys, vectors: VectorRecall, query: str
+) -> None:
+    """Query text reaches full-text search and the embedder: operators, quotes, backslashes, stop words
+    only, emoji, huge inputs are searched as text (or match nothing), never an error."""
+    await seed(client, tenant, "q", [{"type": "fact", "content": "a\\b E'x' café: the cache"}])
+    for drained in (False, True):  # unindexed (analysed at query time), then from item_search
+        if drained:
+            await vectors.worker.drain()
+        w = await window(client, tenant, "q", max_tokens=1000, query=query)
+        assert w["warnings"] == [], w["warnings"]
