@@ -25,6 +25,7 @@ from service.db.engine import Database, session_scope
 from service.ids import uuid7
 from service.settings import Settings
 from service.vectors.outbox import lag as outbox_lag
+from service.vectors.outbox import revive_dead
 from service.vectors.recall import VectorRecall, build_recall, lexical_worker
 
 JOB_NAMES = ("expire", "promote", "decay", "purge", "reindex")
@@ -152,13 +153,14 @@ async def job_purge(ctx: JobContext) -> dict[str, int]:
 
 
 async def job_reindex(ctx: JobContext) -> dict[str, int]:
-    """Apply the vector outbox now (what the API process's worker does continuously). Uses the calling
-    process's index, or builds one from settings (the CLI; with the embedded index, stop the API first:
-    one process owns its files)."""
+    """Apply the vector outbox now (what the API process's worker does continuously), after giving the
+    changes set aside as dead letters another chance. Uses the calling process's index, or builds one
+    from settings (the CLI; with the embedded index, stop the API first: one process owns its files)."""
     recall = ctx.vectors or await build_recall(ctx.db, ctx.settings)
     worker = recall.worker if recall is not None else lexical_worker(ctx.db, ctx.settings)
     try:
         async with session_scope(ctx.db) as session:
+            revived = await revive_dead(session)  # changes set aside get another chance
             total = (await outbox_lag(session)).pending
         applied = 0
         while True:
@@ -170,7 +172,7 @@ async def job_reindex(ctx: JobContext) -> dict[str, int]:
             applied += n
             if ctx.progress is not None:
                 ctx.progress("vectors_applied", applied, total)
-        return {"vectors_applied": applied}
+        return {"vectors_applied": applied, "dead_letters_retried": revived}
     finally:
         if ctx.vectors is None and recall is not None:
             await recall.index.close()

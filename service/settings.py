@@ -125,6 +125,8 @@ class Settings(BaseSettings):
     outbox_batch_size: int = Field(256, ge=1, le=10_000)
     outbox_poll_seconds: float = Field(0.2, gt=0)
     outbox_max_backoff_seconds: float = Field(60.0, gt=0)
+    # A change that fails this many times on its own (the index and embedder working) is set aside.
+    outbox_max_attempts: int = Field(8, ge=1, le=1000)
     vector_max_lag_seconds: float = Field(30.0, gt=0)
     # Hybrid relevance: how the lexical and vector rankings are fused (scoring/relevance.py): "convex", a
     # weighted sum of min-max normalised scores (the lexical ranking's weight; the vector's is 1 minus it),

@@ -365,7 +365,8 @@ class VectorOutbox(SQLModel, table=True):
     """Changes still to apply to the vector index, written in the same transaction as the change itself.
 
     ``op``: ``sync`` (make the item's point match its current row: upsert if active, delete otherwise) or
-    ``delete_user`` (erasure). Applied in id order, idempotently, with retry and backoff.
+    ``delete_user`` (erasure). Applied in id order, idempotently, with retry and backoff; a change that
+    keeps failing alone is set aside as a dead letter (``dead_at``) rather than blocking the rest.
     """
 
     __tablename__ = "vector_outbox"
@@ -384,6 +385,9 @@ class VectorOutbox(SQLModel, table=True):
     attempts: int = Field(default=0, sa_column=sa.Column(sa.Integer, nullable=False, server_default="0"))
     next_attempt_at: datetime = _ts()
     last_error: str | None = Field(default=None, sa_column=sa.Column(sa.Text, nullable=True))
+    # Set when this change kept failing on its own while others applied (a text the embedder rejects):
+    # the worker skips it and it no longer counts as lag; the reindex job retries it.
+    dead_at: datetime | None = _ts(nullable=True)
 
 
 class ItemSearch(SQLModel, table=True):

@@ -8,7 +8,8 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 from sqlalchemy import text
 
-from service.db.engine import Database
+from service.db.engine import Database, session_scope
+from service.vectors.outbox import lag
 
 router = APIRouter(tags=["health"])
 
@@ -55,18 +56,14 @@ async def readyz(request: Request) -> JSONResponse:
             state["index"] = f"unavailable: {type(exc).__name__}"
         if ready:
             try:
-                async with db.engine.connect() as conn:
-                    row = (
-                        await conn.execute(
-                            text(
-                                "SELECT count(*), COALESCE(EXTRACT(EPOCH FROM now() - min(created_at)), 0)"
-                                " FROM vector_outbox"
-                            )
-                        )
-                    ).one()
-                state["outbox_pending"], state["outbox_oldest_seconds"] = int(row[0]), round(float(row[1]), 3)
-                request.app.state.outbox_gauges.pending.set(int(row[0]))
-                request.app.state.outbox_gauges.oldest.set(float(row[1]))
+                async with session_scope(db) as session:
+                    behind = await lag(session)
+                state["outbox_pending"], state["outbox_oldest_seconds"] = (
+                    behind.pending,
+                    round(behind.oldest_seconds, 3),
+                )
+                state["outbox_dead"] = behind.dead
+                request.app.state.outbox_gauges.update(behind)
             except Exception as exc:
                 state["outbox"] = f"unreadable: {type(exc).__name__}"
         checks["vectors"] = state

@@ -58,19 +58,29 @@ async def enqueue_user_delete(session: AsyncSession, tenant_id: str, user_id: st
 class Lag:
     pending: int
     oldest_seconds: float
+    dead: int = 0  # changes set aside (not counted in pending or oldest_seconds)
 
 
 async def lag(session: AsyncSession) -> Lag:
     row = (
         await session.execute(
             text(
-                "SELECT (SELECT count(*) FROM vector_outbox) AS pending, "
-                "COALESCE(EXTRACT(EPOCH FROM now() - (SELECT created_at FROM vector_outbox ORDER BY id LIMIT 1)), 0)"
-                " AS oldest"
+                "SELECT count(*) FILTER (WHERE dead_at IS NULL) AS pending, "
+                "count(*) FILTER (WHERE dead_at IS NOT NULL) AS dead, "
+                "COALESCE(EXTRACT(EPOCH FROM now() - min(created_at) FILTER (WHERE dead_at IS NULL)), 0) AS oldest "
+                "FROM vector_outbox"
             )
         )
     ).one()
-    return Lag(int(row.pending), float(row.oldest))
+    return Lag(int(row.pending), max(0.0, float(row.oldest)), int(row.dead))
+
+
+async def revive_dead(session: AsyncSession) -> int:
+    """Give the changes set aside another chance (the reindex job, after a fix)."""
+    result = await session.execute(
+        text("UPDATE vector_outbox SET dead_at = NULL, attempts = 0, next_attempt_at = now() WHERE dead_at IS NOT NULL")
+    )
+    return int(result.rowcount or 0)  # type: ignore[attr-defined]
 
 
 # The lexical index (item_search) of the items a batch touches: the active ones (re)indexed, the others
@@ -98,72 +108,129 @@ class OutboxWorker:
         *,
         batch_size: int,
         max_backoff: float,
+        max_attempts: int = 8,
     ) -> None:
         """``index`` and ``embedder`` are ``None`` when vector recall is off: the worker then maintains the
-        lexical index (``item_search``) alone."""
+        lexical index (``item_search``) alone. A change that fails ``max_attempts`` times on its own
+        (while the index and the embedder work) becomes a dead letter."""
         self.db = db
         self.index = index
         self.embedder = embedder
         self.batch_size = batch_size
         self.max_backoff = max_backoff
+        self.max_attempts = max_attempts
         self.applied = 0
         self.failures = 0
+        self.dead = 0
 
     async def drain_once(self) -> int:
-        """Apply one batch of due rows; returns how many were applied (0: none due; -1: the batch failed
-        and was rescheduled with backoff)."""
+        """Apply one batch of due rows; returns how many were applied (0: none due; -1: nothing could be
+        applied and the rows were rescheduled with backoff).
+
+        The lexical index is updated for the whole batch first (SQL in this transaction). Then the vector
+        index: the batch at once; if that fails and the index and embedder answer a probe, each change on
+        its own, so that one change the embedder rejects (a text too long for a remote model) does not hold
+        back the rest. Changes that fail are retried with exponential backoff; one that fails on its own
+        ``max_attempts`` times is set aside (``dead_at``: kept, reported, no longer lag; the reindex job
+        retries it). When the probe fails too — the index or the embedder is down — the whole batch waits
+        and nothing is set aside."""
         async with session_scope(self.db) as session:
             rows = (
                 await session.execute(
                     text(
                         "SELECT id, tenant_id, user_id, item_id, op, attempts FROM vector_outbox "
-                        "WHERE next_attempt_at <= now() ORDER BY id LIMIT :n FOR UPDATE SKIP LOCKED"
+                        "WHERE next_attempt_at <= now() AND dead_at IS NULL ORDER BY id LIMIT :n "
+                        "FOR UPDATE SKIP LOCKED"
                     ),
                     {"n": self.batch_size},
                 )
             ).all()
             if not rows:
                 return 0
-            ids = [r.id for r in rows]
+            await self._apply_lexical(session, rows)
+            failed: dict[int, BaseException] = {}
+            outage = False
             try:
-                await self._apply(session, rows)
-            except Exception as exc:  # index down, embedder down: keep the rows, retry later
+                await self._apply_index(session, rows)
+            except Exception as exc:
+                if not await self._healthy():
+                    outage = True
+                    failed = {r.id: exc for r in rows}
+                elif len(rows) == 1:
+                    failed = {rows[0].id: exc}
+                else:
+                    for r in rows:
+                        try:
+                            await self._apply_index(session, [r])
+                        except Exception as one:
+                            failed[r.id] = one
+            done = [r.id for r in rows if r.id not in failed]
+            if done:
+                await session.execute(text("DELETE FROM vector_outbox WHERE id = ANY(:ids)"), {"ids": done})
+                self.applied += len(done)
+            for r in rows:
+                if r.id in failed:
+                    await self._reschedule(session, r, failed[r.id], counts=not outage)
+            if failed:
                 self.failures += 1
-                attempts = max(r.attempts for r in rows) + 1
-                delay = min(self.max_backoff, 0.5 * 2**attempts)
-                log.warning("vector outbox batch failed (attempt %d, retry in %.1fs): %s", attempts, delay, exc)
-                await session.execute(
-                    text(
-                        "UPDATE vector_outbox SET attempts = attempts + 1, last_error = :e, "
-                        "next_attempt_at = now() + make_interval(secs => :d) WHERE id = ANY(:ids)"
-                    ),
-                    {"e": f"{type(exc).__name__}: {exc}"[:2000], "d": delay, "ids": ids},
-                )
-                return -1
-            await session.execute(text("DELETE FROM vector_outbox WHERE id = ANY(:ids)"), {"ids": ids})
-            self.applied += len(ids)
-            return len(ids)
+            return len(done) if done else -1
 
-    async def _apply(self, session: AsyncSession, rows: Sequence[Any]) -> None:
-        # Erasures first: a sync listed before an erasure finds its row gone and deletes the point anyway,
-        # and one listed after it (a new item of a reused user id) is upserted after the erasure.
-        # The lexical index first: it lives in this transaction, so it is kept even when the vector index
-        # then fails (the rows stay queued and are applied again, idempotently).
-        item_ids = list(dict.fromkeys(r.item_id for r in rows if r.op == "sync"))
+    async def _reschedule(self, session: AsyncSession, row: Any, exc: BaseException, *, counts: bool) -> None:
+        attempts = row.attempts + 1
+        dead = counts and attempts >= self.max_attempts
+        delay = min(self.max_backoff, 0.5 * 2**attempts)
+        error = f"{type(exc).__name__}: {exc}"[:2000]
+        if dead:
+            self.dead += 1
+            log.error("vector outbox change %d (%s %s) set aside after %d attempts: %s", row.id, row.op,
+                      row.item_id, attempts, error)  # fmt: skip
+        else:
+            log.warning("vector outbox change %d failed (attempt %d, retry in %.1fs): %s", row.id, attempts, delay,
+                        error)  # fmt: skip
+        await session.execute(
+            text(
+                "UPDATE vector_outbox SET attempts = :a, last_error = :e, "
+                "next_attempt_at = now() + make_interval(secs => :d), dead_at = CASE WHEN :dead THEN now() END "
+                "WHERE id = :id"
+            ),
+            {"a": attempts, "e": error, "d": delay, "dead": dead, "id": row.id},
+        )
+
+    async def _healthy(self) -> bool:
+        """Whether the embedder and the index answer at all (a failure is then the change's own)."""
+        if self.index is None or self.embedder is None:
+            return True
+        try:
+            await self.embedder.embed(["ctxmem outbox probe"])
+            await self.index.count(tenant_id="\x00probe", user_id="\x00probe")
+        except Exception:
+            return False
+        return True
+
+    async def _apply_lexical(self, session: AsyncSession, rows: Sequence[Any]) -> None:
+        """item_search for these changes: active items (re)indexed, the others removed; erased users' rows
+        removed."""
         for r in rows:
             if r.op == "delete_user":
                 await session.execute(
                     text("DELETE FROM item_search WHERE tenant_id = :t AND user_id = :u"),
                     {"t": r.tenant_id, "u": r.user_id},
                 )
+        item_ids = list(dict.fromkeys(r.item_id for r in rows if r.op == "sync"))
         if item_ids:
             await session.execute(_SEARCH_UPSERT, {"ids": item_ids, "active": list(ACTIVE)})
             await session.execute(_SEARCH_DELETE, {"ids": item_ids, "active": list(ACTIVE)})
+
+    async def _apply_index(self, session: AsyncSession, rows: Sequence[Any]) -> None:
+        """The vector index for these changes. Erasures first: a sync listed before an erasure finds its row
+        gone and deletes the point anyway, and one listed after it (a new item of a reused user id) is
+        upserted after the erasure."""
         if self.index is None or self.embedder is None:
             return
         for r in rows:
             if r.op == "delete_user":
                 await self.index.delete_user(r.tenant_id, r.user_id)
+        item_ids = list(dict.fromkeys(r.item_id for r in rows if r.op == "sync"))
         if not item_ids:
             return
         items = (

@@ -22,10 +22,16 @@ class OutboxGauges:
         self.oldest = Gauge(
             "ctxmem_vector_outbox_oldest_seconds", "Age of the oldest change not yet applied", registry=registry
         )
+        self.dead = Gauge(
+            "ctxmem_vector_outbox_dead",
+            "Changes set aside after failing on their own (retried by the reindex job)",
+            registry=registry,
+        )
 
     def update(self, lag: Lag) -> None:
         self.pending.set(lag.pending)
         self.oldest.set(lag.oldest_seconds)
+        self.dead.set(lag.dead)
 
 
 @dataclass
@@ -39,7 +45,12 @@ def lexical_worker(db: Database, settings: Settings) -> OutboxWorker:
     """The outbox worker of a process without vector recall: it keeps the lexical index current (and the
     outbox drained)."""
     return OutboxWorker(
-        db, None, None, batch_size=settings.outbox_batch_size, max_backoff=settings.outbox_max_backoff_seconds
+        db,
+        None,
+        None,
+        batch_size=settings.outbox_batch_size,
+        max_backoff=settings.outbox_max_backoff_seconds,
+        max_attempts=settings.outbox_max_attempts,
     )
 
 
@@ -66,6 +77,11 @@ async def build_recall(db: Database, settings: Settings) -> VectorRecall | None:
     )
     await index.ensure_collection()
     worker = OutboxWorker(
-        db, index, embedder, batch_size=settings.outbox_batch_size, max_backoff=settings.outbox_max_backoff_seconds
+        db,
+        index,
+        embedder,
+        batch_size=settings.outbox_batch_size,
+        max_backoff=settings.outbox_max_backoff_seconds,
+        max_attempts=settings.outbox_max_attempts,
     )
     return VectorRecall(index, embedder, worker)

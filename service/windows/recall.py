@@ -41,7 +41,8 @@ hits AS (
     UNION ALL
     SELECT p.id, ts_rank(p.tsv, q.q, 1) FROM pending p, q WHERE p.tsv @@ q.q
 )
-SELECT (SELECT EXTRACT(EPOCH FROM now() - created_at)::float8 FROM vector_outbox ORDER BY id LIMIT 1) AS lag,
+SELECT (SELECT EXTRACT(EPOCH FROM now() - created_at)::float8 FROM vector_outbox WHERE dead_at IS NULL
+        ORDER BY id LIMIT 1) AS lag,
        t.id, t.r
 FROM (SELECT 1) AS one LEFT JOIN (
     SELECT c.id::text AS id, h.r

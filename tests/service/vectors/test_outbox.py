@@ -4,17 +4,21 @@ nothing, erasure removes a user's points."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from pathlib import Path
 
 import httpx
 import pytest
 from sqlalchemy import text
 
-from service.db.engine import Database
+from service.clock import Clock
+from service.db.engine import Database, session_scope
 from service.settings import Settings
-from service.vectors.outbox import OutboxWorker
+from service.vectors.embedders import EmbeddingError, HashingEmbedder
+from service.vectors.outbox import OutboxWorker, lag, revive_dead
 from service.vectors.qdrant_edge import QdrantEdgeIndex
 from service.vectors.recall import VectorRecall
+from service.windows.recall import lexical_ranking
 from tests.conftest import TenantKeys
 
 
@@ -69,7 +73,6 @@ async def test_index_outage_loses_nothing(
 ) -> None:
     index = QdrantEdgeIndex(tmp_path / "vectors", dim=settings.embedding_dim)
     await index.ensure_collection()
-    from service.vectors.embedders import HashingEmbedder
 
     worker = OutboxWorker(db, index, HashingEmbedder(dim=settings.embedding_dim), batch_size=1000, max_backoff=2)
     await worker.drain()  # catch up with everything written so far
@@ -207,3 +210,89 @@ async def test_reindex_job_applies_the_outbox(
     assert run.json()["rows"]["vectors_applied"] >= 12
     assert await pending(db, tenant.tenant_id) == 0
     assert await vectors.index.count(tenant_id=tenant.tenant_id, user_id="j") == 12
+
+
+class PickyEmbedder(HashingEmbedder):
+    """Rejects any text containing POISON, as a remote model rejects a text it cannot take."""
+
+    def __init__(self, dim: int) -> None:
+        super().__init__(dim=dim)
+        self.picky = True
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        if self.picky and any("POISON" in t for t in texts):
+            raise EmbeddingError("input rejected by the model")
+        return await super().embed(texts)
+
+
+async def test_a_change_that_fails_alone_is_set_aside_not_blocking_the_rest(
+    client: httpx.AsyncClient, tenant: TenantKeys, db: Database, settings: Settings, tmp_path: Path
+) -> None:
+    index = QdrantEdgeIndex(tmp_path / "picky", dim=settings.embedding_dim)
+    await index.ensure_collection()
+    embedder = PickyEmbedder(settings.embedding_dim)
+    worker = OutboxWorker(db, index, embedder, batch_size=1000, max_backoff=1, max_attempts=3)
+    await worker.drain()  # catch up with what other tests queued
+    t = tenant.tenant_id
+    items = [{"type": "fact", "content": f"fine note {i}"} for i in range(4)] + [
+        {"type": "fact", "content": "POISON pill note"}
+    ]
+    r = await client.post("/v1/users/x/items/batch", json={"items": items}, headers=tenant.agent)
+    poison = r.json()["items"][4]["id"]
+    assert await worker.drain_once() == 4  # the others are applied at once
+    assert await index.count(tenant_id=t, user_id="x") == 4
+
+    async def state() -> tuple[int, bool]:
+        async with db.engine.connect() as conn:
+            row = (
+                await conn.execute(
+                    text("SELECT attempts, dead_at IS NOT NULL FROM vector_outbox WHERE item_id = :i"), {"i": poison}
+                )
+            ).one()
+        return int(row[0]), bool(row[1])
+
+    assert await state() == (1, False)
+    for attempts in (2, 3):
+        async with db.engine.begin() as conn:  # fast-forward the backoff
+            await conn.execute(
+                text("UPDATE vector_outbox SET next_attempt_at = now() WHERE item_id = :i"), {"i": poison}
+            )
+        assert await worker.drain_once() == -1
+        assert await state() == (attempts, attempts == 3)
+    async with session_scope(db) as s:
+        behind = await lag(s)
+        found, _ = await lexical_ranking(s, tenant_id=t, user_id="x", query="pill", limit=5, now=Clock().now())
+    assert behind.dead >= 1 and behind.oldest_seconds < 5  # set aside: no longer lag, so windows trust the index
+    assert [i for i, _ in found] == [poison]  # and full-text search has it all along
+    assert await worker.drain_once() == 0  # the worker skips it
+
+    embedder.picky = False  # the model is fixed; an operator runs the reindex job
+    async with session_scope(db) as s:
+        assert await revive_dead(s) >= 1
+    await worker.drain()
+    assert await index.count(tenant_id=t, user_id="x") == 5
+    await index.close()
+
+
+async def test_an_outage_never_sets_changes_aside(
+    client: httpx.AsyncClient, tenant: TenantKeys, db: Database, settings: Settings, tmp_path: Path
+) -> None:
+    index = QdrantEdgeIndex(tmp_path / "down", dim=settings.embedding_dim)
+    await index.ensure_collection()
+    worker = OutboxWorker(db, index, HashingEmbedder(dim=settings.embedding_dim), batch_size=1000, max_backoff=1,
+                          max_attempts=1)  # fmt: skip
+    await worker.drain()
+    await index.close()
+    await client.post("/v1/users/y/items", json={"type": "fact", "content": "while down"}, headers=tenant.agent)
+    for _ in range(3):
+        async with db.engine.begin() as conn:
+            await conn.execute(text("UPDATE vector_outbox SET next_attempt_at = now() WHERE tenant_id = :t"),
+                               {"t": tenant.tenant_id})  # fmt: skip
+        assert await worker.drain_once() == -1
+    async with db.engine.connect() as conn:
+        row = (
+            await conn.execute(
+                text("SELECT attempts, dead_at FROM vector_outbox WHERE tenant_id = :t"), {"t": tenant.tenant_id}
+            )
+        ).one()
+    assert row[0] == 3 and row[1] is None  # still waiting for the index, not set aside
