@@ -180,7 +180,16 @@ async def build_window(ctx: RequestContext, user_id: str, req: WindowRequest) ->
     if req.archive_dropped and dropped_idx:
         archived_id = await _archive(ctx, user_id, req, [raw_messages[i] for i in dropped_idx])
 
-    omitted = [{"id": i, "reason": r} for i, r in (*state.omitted, *outcome.omitted)]
+    # Reasons name the relevance that ordered the giving way (items only; 1.00 = the best match).
+    scores = found.scores
+
+    def why(eid: str, reason: str) -> str:
+        score = scores.get(eid)
+        return reason if score is None else f"{reason}; relevance {score:.2f}"
+
+    omitted = [{"id": i, "reason": r} for i, r in state.omitted] + [
+        {"id": i, "reason": why(i, r)} for i, r in outcome.omitted
+    ]
     # Plain data, serialised once by the endpoint: the hot path skips model validation of ~1,000 items.
     # Its shape is WindowResponse (tests validate responses against it).
     sections = [
@@ -188,7 +197,9 @@ async def build_window(ctx: RequestContext, user_id: str, req: WindowRequest) ->
             "id": s.id,
             "title": s.title,
             "tokens": s.tokens,
-            "items": [{"id": p.id, "level": p.level, "tokens": p.tokens, "reason": p.reason} for p in s.items],
+            "items": [
+                {"id": p.id, "level": p.level, "tokens": p.tokens, "reason": why(p.id, p.reason)} for p in s.items
+            ],
         }
         for s in outcome.sections
     ]
