@@ -1,10 +1,12 @@
-"""Relevance of the user's items to this turn's query (DESIGN §3.8): lexical (PostgreSQL full-text
-search) and vector (the index) rankings fused by reciprocal rank (scoring/relevance.py).
+"""Relevance of the user's items to this turn's query (DESIGN §3.8): a lexical ranking (PostgreSQL
+full-text search over ``item_search``) and a vector ranking (the index), fused as ``CTXMEM_FUSION`` says
+(scoring/relevance.py: a convex combination of normalised scores by default, or reciprocal rank).
 
 If the index is off, failing, or lagging behind the outbox by more than ``vector_max_lag_seconds``, the
-window is still served — ranked by PostgreSQL alone — and says ``degraded`` in its warnings. Whatever
-the index returns only re-ranks rows the window already fetched from PostgreSQL as active, so superseded,
-expired or deleted items never come back through it, however stale the index is.
+window is still served — ranked by PostgreSQL alone — and says ``degraded`` in its warnings. Relevance
+only orders rows the window fetched from PostgreSQL as active, or recalls rows that PostgreSQL confirms
+active (``repository.recalled_items``), so superseded, expired or deleted items never come back through
+it, however stale the index is.
 """
 
 from __future__ import annotations

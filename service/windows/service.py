@@ -28,7 +28,7 @@ from service.settings import Settings
 from service.tokenizer import Tokenizer
 from service.windows import recall, repository
 from service.windows.cache import CACHE
-from service.windows.state import UserState, fixed, recalled_elements
+from service.windows.state import Ranked, UserState, Variant, fixed, recalled_elements
 
 
 class BudgetTooSmallError(ServiceError):
@@ -130,33 +130,7 @@ async def build_window(ctx: RequestContext, user_id: str, req: WindowRequest) ->
         pinned_norm.setdefault(norm, eid)
     longest_pinned = 2 * max(max(len(e.texts[0]) for e in extra), variant.longest_pinned) + 16
     repeats = variant.repeats(pinned_norm, longest_pinned)
-    # Retrieve: relevance of the user's items to the query (hybrid: PostgreSQL full-text search and the
-    # vector index); the most relevant items outside this window's scopes join as recalled background.
-    found = await recall.relevance(
-        ctx.session,
-        ctx.vectors,
-        settings,
-        tenant_id=ctx.principal.tenant_id,
-        user_id=user_id,
-        query=req.query or req.input,
-        now=ctx.now,
-    )
-    ranked = variant.ranked()
-    if settings.recall_limit:
-        others = sorted((i for i in found.scores if i not in state.known), key=lambda i: (-found.scores[i], i))
-        if others:
-            # The best few that PostgreSQL confirms (active, unexpired, in the request's domains).
-            rows = await repository.recalled_items(
-                ctx.session,
-                tenant_id=ctx.principal.tenant_id,
-                user_id=user_id,
-                ids=others,
-                domains=sorted(set(req.domains)) if req.domains else None,
-                now=ctx.now,
-                limit=settings.recall_limit,
-            )
-            ranked = variant.ranked(*recalled_elements(rows, user_id, count))
-
+    found, ranked = await _retrieve(ctx, user_id, req, state, variant, count)
     outcome = assemble_prepared(
         ranked.prepared,
         extra=extra,
@@ -224,6 +198,38 @@ async def build_window(ctx: RequestContext, user_id: str, req: WindowRequest) ->
         "state_version": state.state_version,
         "archived_item_id": archived_id,
     }
+
+
+async def _retrieve(
+    ctx: RequestContext, user_id: str, req: WindowRequest, state: UserState, variant: Variant, count: TokenCounter
+) -> tuple[recall.Relevance, Ranked]:
+    """Retrieve (DESIGN §3.6 step 1): the relevance of the user's items to the query (hybrid: PostgreSQL
+    full-text search and the vector index), and the prepared elements with the most relevant items from
+    outside this window's scopes added as recalled background — the best few that PostgreSQL confirms
+    (active, unexpired, in the request's domains)."""
+    settings = ctx.settings
+    found = await recall.relevance(
+        ctx.session,
+        ctx.vectors,
+        settings,
+        tenant_id=ctx.principal.tenant_id,
+        user_id=user_id,
+        query=req.query or req.input,
+        now=ctx.now,
+    )
+    others = sorted((i for i in found.scores if i not in state.known), key=lambda i: (-found.scores[i], i))
+    if not settings.recall_limit or not others:
+        return found, variant.ranked()
+    rows = await repository.recalled_items(
+        ctx.session,
+        tenant_id=ctx.principal.tenant_id,
+        user_id=user_id,
+        ids=others,
+        domains=sorted(set(req.domains)) if req.domains else None,
+        now=ctx.now,
+        limit=settings.recall_limit,
+    )
+    return found, variant.ranked(*recalled_elements(rows, user_id, count))
 
 
 async def _user_state(ctx: RequestContext, user_id: str, req: WindowRequest, count: Callable[[str], int]) -> UserState:
