@@ -108,8 +108,8 @@ class Settings(BaseSettings):
     job_run_retention_days: int = Field(90, ge=1)
 
     # Vector recall (DESIGN §3.8). Backends: "edge" (Qdrant's embedded engine under data_dir/vectors, the
-    # default), "qdrant" (a server at qdrant_url), "memory" (qdrant-client in memory: tests), "local"
-    # (qdrant-client's local mode: slow, a Python scan), "off".
+    # default without qdrant_url), "qdrant" (a server at qdrant_url: the default when it is set), "memory"
+    # (qdrant-client in memory: tests), "local" (qdrant-client's local mode: slow, a Python scan), "off".
     vector_backend: Literal["edge", "qdrant", "memory", "local", "off"] = "edge"
     qdrant_url: str | None = None
     qdrant_api_key: str | None = None
@@ -191,6 +191,13 @@ class Settings(BaseSettings):
     def _check_pages(self) -> Settings:
         if self.default_page_size > self.max_page_size:
             raise ValueError("default_page_size must not exceed max_page_size")
+        return self
+
+    @model_validator(mode="after")
+    def _server_when_url(self) -> Settings:
+        # As with the database (DESIGN §5): a Qdrant URL means the server, unless a backend is named.
+        if self.qdrant_url and "vector_backend" not in self.model_fields_set:
+            self.vector_backend = "qdrant"
         return self
 
     @property
