@@ -11,9 +11,9 @@ question, the window service is called with the question as ``input`` and a fixe
 
 ``--embedder minilm`` needs the ``minilm`` extra; by default the settings' embedder is used (``hashing``).
 
-A question counts as answered when every one of its answering turns is placed in the window's sections at
-level 0-2 (original, condensed or summary: its text is there). Levels 3-4 (key fields, an index line) only
-point at an item, so they do not count. Three tables are printed:
+A question counts as answered when the whole text of every one of its answering turns appears in the
+window's text (at whatever level the window placed it: a short turn is whole at every level but the index
+line; a long one only at L0). Three tables are printed:
 
 * window, answered: the measure above, per mode, beside the recency baseline;
 * window, reached: the same, but a turn placed at any level (an index line too) counts;
@@ -78,8 +78,6 @@ MODES: dict[str, dict[str, Any]] = {
     "hybrid-rrf": {"recall_mode": "hybrid", "fusion": "rrf"},
 }
 KINDS = ("keyword", "paraphrase", "multi", "chinese")
-# A placed item's text is really in the window at these levels (3: key fields, 4: an index line).
-MAX_TEXT_LEVEL = 2
 # The window renders each item as "- <text>\n" (scoring.window.LINE_OVERHEAD).
 LINE_OVERHEAD = 2
 
@@ -218,7 +216,7 @@ async def main(args: argparse.Namespace) -> int:
                 (
                     await conn.execute(
                         sql(
-                            "SELECT id, user_id, observed_at, token_cost FROM context_item "
+                            "SELECT id, user_id, observed_at, token_cost, content FROM context_item "
                             "WHERE tenant_id = :t AND status = 'available'"
                         ),
                         {"t": tenant},
@@ -231,6 +229,7 @@ async def main(args: argparse.Namespace) -> int:
         if pending:
             print(f"warning: {pending} vector outbox rows could not be applied", file=sys.stderr)
         rows_of: dict[str, list[Any]] = {}
+        content_of = {str(r["id"]): r["content"] for r in rows}
         for r in rows:
             rows_of.setdefault(r["user_id"], []).append(r)
 
@@ -260,7 +259,7 @@ async def main(args: argparse.Namespace) -> int:
                     warnings[f"{mode}: {msg}"] += 1
                 placed = {i: lv for i, lv in level.items() if i in turn_of}
                 window[mode].append(
-                    outcome(q, placed, {i for i, lv in placed.items() if lv <= MAX_TEXT_LEVEL}, item_of)
+                    outcome(q, placed, {i for i in placed if content_of[i] in w["text"]}, item_of)
                     | {"window_mode": w["mode"], "used": w["tokens"]["used"]}
                 )
                 async with db.sessionmaker() as s:
@@ -287,7 +286,7 @@ async def main(args: argparse.Namespace) -> int:
         baseline = ranking["recency"]
         tables = {
             "window_answered": (
-                f"window, answered: every answering turn placed as text (level <= {MAX_TEXT_LEVEL})",
+                "window, answered: the whole text of every answering turn is in the window",
                 {"recency": baseline, **window},
                 "answered",
             ),
@@ -338,7 +337,6 @@ async def main(args: argparse.Namespace) -> int:
             "points_indexed": indexed,
             "questions": n_q,
             "kinds": dict(kinds),
-            "max_text_level": MAX_TEXT_LEVEL,
             "window_modes_identical": same,
             "tables": report,
             "window_ms": window_ms,
