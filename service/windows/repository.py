@@ -97,11 +97,7 @@ async def window_items(
     scopes and of the given session/task/stage/step instances, in the given domains or none."""
     driver = await _driver(session)
     rows = await driver.fetch(_ITEMS_SQL, *_item_args(tenant_id, user_id, refs, domains), record_class=Row)
-    legacy = [r["id"] for r in rows if r["level_texts"] is None]
-    if legacy:
-        extra = {r["id"]: r for r in await driver.fetch(_JSON_SQL, tenant_id, legacy)}
-        rows = [_with_json(r, extra.get(r["id"])) for r in rows]
-    return list(rows)
+    return await _with_levels(driver, tenant_id, rows)
 
 
 async def recalled_items(
@@ -120,11 +116,16 @@ async def recalled_items(
     rows = await driver.fetch(
         _RECALLED_SQL, tenant_id, user_id, list(ids), now, list(domains) if domains else None, limit, record_class=Row
     )
+    return await _with_levels(driver, tenant_id, rows)
+
+
+async def _with_levels(driver: Any, tenant_id: str, rows: Sequence[Any]) -> list[Any]:
+    """The rows, those written before levels were precomputed with their JSON columns attached."""
     legacy = [r["id"] for r in rows if r["level_texts"] is None]
-    if legacy:
-        extra = {r["id"]: r for r in await driver.fetch(_JSON_SQL, tenant_id, legacy)}
-        rows = [_with_json(r, extra.get(r["id"])) for r in rows]
-    return list(rows)
+    if not legacy:
+        return list(rows)
+    extra = {r["id"]: r for r in await driver.fetch(_JSON_SQL, tenant_id, legacy)}
+    return [_with_json(r, extra.get(r["id"])) for r in rows]
 
 
 class _Legacy:
