@@ -319,3 +319,32 @@ async def test_any_query_text_is_searched_safely(
             await vectors.worker.drain()
         w = await window(client, tenant, "q", max_tokens=1000, query=query)
         assert w["warnings"] == [], w["warnings"]
+
+
+async def test_rows_from_before_levels_give_the_same_window(
+    client: httpx.AsyncClient, tenant: TenantKeys, db: Database, vectors: VectorRecall
+) -> None:
+    """Rows written before compression levels were stored (level_texts NULL) get them derived on read —
+    applicable and recalled rows alike — and the window is the same, byte for byte."""
+    long = "Kafka retention was debated at length. " * 12
+    await seed(client, tenant, "lg", [
+        {"type": "fact", "content": long, "key": "kafka.retention", "value": {"days": 7}, "source": "user"},
+        {"type": "tool_result", "content": '{"topic": "orders", "retention_days": 7, "partitions": 12}',
+         "source": "tool", "variants": {"summary": "orders topic: 7 days"}},
+        {"type": "episode", "content": long + "In session one.", "scope": "session", "session_id": "one"},
+    ] + [{"type": "episode", "content": f"unrelated chatter {i} " * 8} for i in range(20)])  # fmt: skip
+    await vectors.worker.drain()
+    body = {"query": "Kafka retention days", "session_id": "two", "max_tokens": 260}
+    before = await client.post("/v1/users/lg/window", json={"input": "retention?", **body}, headers=tenant.agent)
+    async with db.engine.begin() as conn:
+        n = await conn.execute(
+            text("UPDATE context_item SET level_texts = NULL, level_tokens = NULL WHERE tenant_id = :t"),
+            {"t": tenant.tenant_id},
+        )
+        assert n.rowcount == 23  # type: ignore[attr-defined]
+    after = await client.post("/v1/users/lg/window", json={"input": "retention?", **body}, headers=tenant.agent)
+    assert before.status_code == after.status_code == 200
+    w = before.json()
+    assert any(p["reason"].startswith("recalled") for s in w["sections"] for p in s["items"])
+    assert any(p["level"] > 0 for s in w["sections"] for p in s["items"])  # levels were used
+    assert after.content == before.content
