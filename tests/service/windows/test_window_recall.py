@@ -348,3 +348,22 @@ async def test_rows_from_before_levels_give_the_same_window(
     assert any(p["reason"].startswith("recalled") for s in w["sections"] for p in s["items"])
     assert any(p["level"] > 0 for s in w["sections"] for p in s["items"])  # levels were used
     assert after.content == before.content
+
+
+async def test_expired_items_are_not_recalled_before_the_expire_job_runs(
+    client: httpx.AsyncClient, tenant: TenantKeys, vectors: VectorRecall
+) -> None:
+    """An item past its expires_at is still `available` (and in the index) until the expire job runs; the
+    re-check in PostgreSQL keeps it out all the same."""
+    past = (NOW - timedelta(hours=1)).isoformat()
+    soon = (NOW + timedelta(days=1)).isoformat()
+    stale, fresh = await seed(client, tenant, "ex", [
+        {"type": "fact", "content": "Zookeeper quorum is five nodes.", "scope": "session", "session_id": "old",
+         "observed_at": (NOW - timedelta(hours=2)).isoformat(), "expires_at": past},
+        {"type": "fact", "content": "Zookeeper ensemble runs on dedicated hosts.", "scope": "session",
+         "session_id": "old", "expires_at": soon},
+    ])  # fmt: skip
+    await vectors.worker.drain()
+    assert await vectors.index.count(tenant_id=tenant.tenant_id, user_id="ex") == 2  # the index still has both
+    w = await window(client, tenant, "ex", max_tokens=2000, session_id="new", query="Zookeeper quorum nodes")
+    assert fresh in placed(w) and stale not in placed(w)
