@@ -137,6 +137,8 @@ class Settings(BaseSettings):
     # Which rankings relevance fuses: both (the default), or one of them (for evaluation and fallback).
     recall_mode: Literal["hybrid", "lexical", "vector"] = "hybrid"
     recall_candidates: int = Field(100, ge=1, le=10_000)
+    # Changes not yet in the lexical index are searched from their text, the newest this many per user.
+    lexical_pending_limit: int = Field(1_000, ge=0, le=100_000)
     # Vector hits below this cosine similarity are not candidates; unset: the embedder's own threshold
     # (hashing 0.15, minilm 0.2, http 0: unrelated texts still score a little above 0).
     vector_min_score: float | None = Field(None, ge=-1, le=1)

@@ -373,7 +373,7 @@ class VectorOutbox(SQLModel, table=True):
     __table_args__ = (
         sa.CheckConstraint("op IN ('sync', 'delete_user')", name="op"),
         sa.Index("ix_vector_outbox_due", "next_attempt_at", "id"),
-        sa.Index("ix_vector_outbox_user", "tenant_id", "user_id"),
+        sa.Index("ix_vector_outbox_user", "tenant_id", "user_id", "id"),
     )
 
     id: int = Field(sa_column=sa.Column(sa.BigInteger, sa.Identity(always=False), primary_key=True))

@@ -25,17 +25,21 @@ from service.vectors.recall import VectorRecall
 
 ACTIVE = ["available", "verified", "missing"]
 
-# Indexed items through item_search (GIN), plus the user's changes the outbox worker has not applied
-# yet (their text analysed here, from the outbox's side: a few rows); the best :n by ts_rank are then
-# re-checked against context_item (active, unexpired), so a lagging index never brings back a dead item.
-# The same round trip reads the age of the oldest change the worker has not applied (an index probe):
-# whether the vector index can be trusted.
+# Indexed items through item_search (GIN), plus the user's newest $6 changes the outbox worker has not
+# applied yet (their text analysed here, from the outbox's side: normally a few rows; capped so that a
+# user's bulk import does not make every window analyse thousands of texts — older ones are searchable
+# once the worker reaches them). The best $4 by ts_rank are then re-checked against context_item
+# (active, unexpired), so a lagging index never brings back a dead item. The same round trip reads the
+# age of the oldest change the worker has not applied (an index probe): whether the vector index can be
+# trusted.
 _LEXICAL = """
 WITH q AS (SELECT ctxmem_tsq($3) AS q),
 pending AS MATERIALIZED (
     SELECT DISTINCT c.id, ctxmem_tsv(c.content) AS tsv
-    FROM vector_outbox o JOIN context_item c ON c.id = o.item_id
-    WHERE o.tenant_id = $1 AND o.user_id = $2 AND c.tenant_id = $1
+    FROM (SELECT item_id FROM vector_outbox
+          WHERE tenant_id = $1 AND user_id = $2 AND dead_at IS NULL ORDER BY id DESC LIMIT $6) o
+    JOIN context_item c ON c.id = o.item_id
+    WHERE c.tenant_id = $1
 ),
 hits AS (
     SELECT s.item_id AS id, ts_rank(s.tsv, q.q, 1) AS r FROM item_search s, q
@@ -65,12 +69,19 @@ async def _driver(session: AsyncSession) -> Any:
 
 
 async def lexical_ranking(
-    session: AsyncSession, *, tenant_id: str, user_id: str, query: str, limit: int, now: datetime
+    session: AsyncSession,
+    *,
+    tenant_id: str,
+    user_id: str,
+    query: str,
+    limit: int,
+    now: datetime,
+    pending: int = 1_000,
 ) -> tuple[list[tuple[str, float]], float]:
     """(id, ts_rank) of the user's active items matching any of the query's terms, best first (rank
     divided by 1 + log of the document's length, so long texts do not win by length alone), and how many
     seconds the oldest change still queued for the indexes has waited (0: none)."""
-    rows = await (await _driver(session)).fetch(_LEXICAL, tenant_id, user_id, query, limit, now)
+    rows = await (await _driver(session)).fetch(_LEXICAL, tenant_id, user_id, query, limit, now, pending)
     hits = [(r["id"], float(r["r"])) for r in rows if r["id"] is not None]
     return hits, max(0.0, rows[0]["lag"] or 0.0)
 
@@ -128,7 +139,13 @@ async def relevance(
     # The index is searched while PostgreSQL ranks (the lexical query also says whether the index lags).
     (lexical, waited), vec = await asyncio.gather(
         lexical_ranking(
-            session, tenant_id=tenant_id, user_id=user_id, query=query, limit=settings.recall_candidates, now=now
+            session,
+            tenant_id=tenant_id,
+            user_id=user_id,
+            query=query,
+            limit=settings.recall_candidates,
+            now=now,
+            pending=settings.lexical_pending_limit,
         ),
         vectors(),
     )

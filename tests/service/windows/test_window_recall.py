@@ -367,3 +367,23 @@ async def test_expired_items_are_not_recalled_before_the_expire_job_runs(
     assert await vectors.index.count(tenant_id=tenant.tenant_id, user_id="ex") == 2  # the index still has both
     w = await window(client, tenant, "ex", max_tokens=2000, session_id="new", query="Zookeeper quorum nodes")
     assert fresh in placed(w) and stale not in placed(w)
+
+
+async def test_unindexed_changes_are_searched_newest_first_up_to_a_cap(
+    client: httpx.AsyncClient, tenant: TenantKeys, db: Database, vectors: VectorRecall
+) -> None:
+    """Before the worker reaches them, a user's newest `lexical_pending_limit` changes are searched from
+    their text; older ones once indexed (a bulk import does not make every window analyse it all)."""
+    await vectors.worker.drain()
+    ids = await seed(client, tenant, "cap", [{"type": "fact", "content": f"walrus fact {i}"} for i in range(5)])
+    async with session_scope(db) as s:
+        hits, _ = await lexical_ranking(
+            s, tenant_id=tenant.tenant_id, user_id="cap", query="walrus", limit=10, now=NOW, pending=2
+        )
+    assert {i for i, _ in hits} == set(ids[3:])  # the two newest
+    await vectors.worker.drain()
+    async with session_scope(db) as s:
+        hits, _ = await lexical_ranking(
+            s, tenant_id=tenant.tenant_id, user_id="cap", query="walrus", limit=10, now=NOW, pending=2
+        )
+    assert {i for i, _ in hits} == set(ids)
