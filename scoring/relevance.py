@@ -1,19 +1,25 @@
 """Hybrid relevance (DESIGN §3.8) and how it combines with an item's other merits in the window.
 
-Relevance fuses two rankings of the user's items for the query — lexical (PostgreSQL full-text search)
-and vector (cosine similarity in the index) — by reciprocal-rank fusion: score(d) = Σ 1 / (k + rank_r(d)),
-k = 60 (Cormack et al., 2009). RRF needs no score calibration between the two systems, and an item ranked
-well by either one rises; one ranked well by both rises most.
+Relevance fuses two rankings of the user's items for the query — lexical (PostgreSQL full-text search,
+``ts_rank``) and vector (cosine similarity in the index). Two fusions (``CTXMEM_FUSION``):
+
+* ``convex`` (default): a weighted sum of each ranking's min-max normalised scores, 0.5 · lexical +
+  0.5 · vector (Bruch et al., 2023). Normalising between a ranking's noise floor and this query's best
+  hit keeps how far the best hits stand out, so one strong match outweighs two weak ones.
+* ``rrf``: reciprocal-rank fusion, score(d) = Σ 1 / (k + rank_r(d)), k = 60 (Cormack et al., 2009): no
+  score calibration needed, but it sees ranks only.
+
+Convex measured better on the retrieval eval (bench/recall_eval.py; README) and is never worse there.
 
 In the window, a non-pinned item's importance is
 
     0.45 · relevance + 0.25 · authority + 0.15 · confidence + 0.15 · recency
 
-with relevance = RRF score / best RRF score of this query (0-1; 0 for items in neither ranking),
+with relevance = fused score / best fused score of this query (0-1; 0 for items in neither ranking),
 authority = rank / 4 (system 1 … inferred 0), confidence 0-1 and recency = 0.5 ^ (age in whole days / 30).
 Whole days keep a window byte-identical between two calls on the same state; the order changes at most
-once a day with time alone. Relevance weighs most because the
-query is what this turn is about; authority next, because a user's statement should outlast a guess.
+once a day with time alone. Relevance weighs most because the query is what this turn is about;
+authority next, because a user's statement should outlast a guess.
 Sections still come first: importance orders items inside the order in which sections give way.
 """
 
