@@ -133,7 +133,7 @@ class Variant:
         self.prepared: Prepared = prepare(elements)
         # The state's lists, not the state itself: the state holds its variants, and a reference cycle
         # would leave every replaced entry to the cyclic garbage collector (long pauses).
-        self._contents, self._ids, self._merits = contents, ids, state.merits
+        self._contents, self._ids = contents, ids
         self._own = Ranked(self.prepared, [state.merits.get(e.id) for e in self.prepared.loose])
         self._with: OrderedDict[tuple[str, ...], Ranked] = OrderedDict()
         # Pinned items, in the order they claim a normalised text (after the request's; the first one wins).
