@@ -26,7 +26,7 @@ from service.ids import uuid7
 from service.settings import Settings
 from service.vectors.outbox import lag as outbox_lag
 from service.vectors.outbox import revive_dead
-from service.vectors.recall import VectorRecall, build_recall, lexical_worker
+from service.vectors.recall import VectorRecall, build_recall, outbox_worker
 
 JOB_NAMES = ("expire", "promote", "decay", "purge", "reindex")
 Progress = Callable[[str, int, int], None]  # (kind, rows changed so far in this kind, estimated total)
@@ -157,7 +157,7 @@ async def job_reindex(ctx: JobContext) -> dict[str, int]:
     changes set aside as dead letters another chance. Uses the calling process's index, or builds one
     from settings (the CLI; with the embedded index, stop the API first: one process owns its files)."""
     recall = ctx.vectors or await build_recall(ctx.db, ctx.settings)
-    worker = recall.worker if recall is not None else lexical_worker(ctx.db, ctx.settings)
+    worker = recall.worker if recall is not None else outbox_worker(ctx.db, ctx.settings)
     try:
         async with session_scope(ctx.db) as session:
             revived = await revive_dead(session)  # changes set aside get another chance

@@ -110,6 +110,21 @@ def derive_levels(
     return [l1, l2, l3, l4]
 
 
+def derive_row_levels(row: Mapping[str, Any], user_id: str) -> list[str]:
+    """:func:`derive_levels` of an item row (its ``id``, ``type``, ``content``, ``key``, ``value``,
+    ``variants`` and ``token_cost``)."""
+    return derive_levels(
+        item_id=str(row["id"]),
+        user_id=user_id,
+        item_type=row["type"],
+        content=row["content"],
+        key=row["key"],
+        value=row["value"],
+        variants=row["variants"],
+        token_cost=row["token_cost"],
+    )
+
+
 def monotone(texts: Sequence[str], tokens: Sequence[int]) -> tuple[list[str], list[int]]:
     """Make every level at most as long (in tokens) as the one before by reusing the shorter one."""
     out_t, out_n = [texts[0]], [tokens[0]]

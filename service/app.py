@@ -26,7 +26,7 @@ from service.settings import Settings, get_settings
 from service.timeline.endpoints import router as timeline_router
 from service.tokenizer import build_tokenizer
 from service.users.endpoints import router as users_router
-from service.vectors.recall import OutboxGauges, VectorRecall, build_recall, lexical_worker
+from service.vectors.recall import OutboxGauges, VectorRecall, build_recall, outbox_worker
 from service.windows.endpoints import router as windows_router
 
 log = logging.getLogger("ctxmem")
@@ -64,7 +64,7 @@ def create_app(
         if database is None:
             recall = await build_recall(db, settings)
             app.state.vectors = recall
-            worker = recall.worker if recall is not None else lexical_worker(db, settings)
+            worker = recall.worker if recall is not None else outbox_worker(db, settings)
             worker_task = asyncio.create_task(
                 worker.run(stop, poll=settings.outbox_poll_seconds, on_lag=outbox_gauges.update)
             )

@@ -15,6 +15,8 @@ from sqlalchemy import Table
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from service.db.engine import driver_connection
+
 
 def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
@@ -31,9 +33,6 @@ async def copy_rows(session: AsyncSession, table: Table, rows: Sequence[dict[str
         )
         for row in rows
     ]
-    conn = await session.connection()
-    raw = await conn.get_raw_connection()
-    driver = raw.driver_connection
-    assert driver is not None
+    driver = await driver_connection(session)
     # SQLAlchemy's asyncpg dialect registers a jsonb codec that takes JSON text, hence _dumps above.
     await driver.copy_records_to_table(table.name, records=records, columns=columns)

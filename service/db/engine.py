@@ -60,3 +60,11 @@ async def session_scope(db: Database) -> AsyncIterator[AsyncSession]:
         except BaseException:
             await session.rollback()
             raise
+
+
+async def driver_connection(session: AsyncSession) -> Any:
+    """The asyncpg connection under the session (inside its transaction), for hot paths where
+    SQLAlchemy's statement handling costs more than the query: COPY, the window's reads."""
+    conn = await session.connection()
+    raw = await conn.get_raw_connection()
+    return raw.driver_connection

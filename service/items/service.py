@@ -11,7 +11,7 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from schemas.items import ItemCreate, ItemPage, ItemRead
-from scoring.compress import assemble_levels, derive_levels
+from scoring.compress import assemble_levels, derive_row_levels
 from scoring.items import SCOPE_ID_FIELD, authority_for_source, default_confidence, default_expires_at
 from scoring.scopes import ScopeContext, Scoped, effective, scope_ref
 from service.auth.service import Permission, Principal
@@ -177,19 +177,7 @@ async def create_items(
 
 def attach_levels(tokenizer: Tokenizer, user_id: str, rows: Sequence[dict[str, Any]]) -> None:
     """Derive L1..L4 for each row and count them in one tokenizer call (scoring/compress.py)."""
-    derived = [
-        derive_levels(
-            item_id=str(r["id"]),
-            user_id=user_id,
-            item_type=r["type"],
-            content=r["content"],
-            key=r["key"],
-            value=r["value"],
-            variants=r["variants"],
-            token_cost=r["token_cost"],
-        )
-        for r in rows
-    ]
+    derived = [derive_row_levels(r, user_id) for r in rows]
     counts = tokenizer.count_many([t for texts in derived for t in texts])
     for i, (row, texts) in enumerate(zip(rows, derived, strict=True)):
         all_texts, all_tokens = assemble_levels(row["content"], row["token_cost"], texts, counts[4 * i : 4 * i + 4])

@@ -41,13 +41,15 @@ class VectorRecall:
     worker: OutboxWorker
 
 
-def lexical_worker(db: Database, settings: Settings) -> OutboxWorker:
-    """The outbox worker of a process without vector recall: it keeps the lexical index current (and the
-    outbox drained)."""
+def outbox_worker(
+    db: Database, settings: Settings, index: VectorIndex | None = None, embedder: Embedder | None = None
+) -> OutboxWorker:
+    """The outbox worker with the settings' batch size, backoff and attempts. Without an index and an
+    embedder (vector recall off) it keeps the lexical index current, and the outbox drained, alone."""
     return OutboxWorker(
         db,
-        None,
-        None,
+        index,
+        embedder,
         batch_size=settings.outbox_batch_size,
         max_backoff=settings.outbox_max_backoff_seconds,
         max_attempts=settings.outbox_max_attempts,
@@ -76,12 +78,4 @@ async def build_recall(db: Database, settings: Settings) -> VectorRecall | None:
         api_key=settings.qdrant_api_key,
     )
     await index.ensure_collection()
-    worker = OutboxWorker(
-        db,
-        index,
-        embedder,
-        batch_size=settings.outbox_batch_size,
-        max_backoff=settings.outbox_max_backoff_seconds,
-        max_attempts=settings.outbox_max_attempts,
-    )
-    return VectorRecall(index, embedder, worker)
+    return VectorRecall(index, embedder, outbox_worker(db, settings, index, embedder))

@@ -14,11 +14,11 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from scoring.relevance import convex, normalised, rrf
+from service.db.engine import driver_connection
 from service.settings import Settings
 from service.vectors.outbox import lag
 from service.vectors.recall import VectorRecall
@@ -60,14 +60,6 @@ ORDER BY t.r DESC, t.id DESC
 """
 
 
-async def _driver(session: AsyncSession) -> Any:
-    """The session's asyncpg connection: these queries run on every window, and SQLAlchemy's statement
-    handling costs more than they do."""
-    conn = await session.connection()
-    raw = await conn.get_raw_connection()
-    return raw.driver_connection
-
-
 async def lexical_ranking(
     session: AsyncSession,
     *,
@@ -81,7 +73,7 @@ async def lexical_ranking(
     """(id, ts_rank) of the user's active items matching any of the query's terms, best first (rank
     divided by 1 + log of the document's length, so long texts do not win by length alone), and how many
     seconds the oldest change still queued for the indexes has waited (0: none)."""
-    rows = await (await _driver(session)).fetch(_LEXICAL, tenant_id, user_id, query, limit, now, pending)
+    rows = await (await driver_connection(session)).fetch(_LEXICAL, tenant_id, user_id, query, limit, now, pending)
     hits = [(r["id"], float(r["r"])) for r in rows if r["id"] is not None]
     return hits, max(0.0, rows[0]["lag"] or 0.0)
 

@@ -9,6 +9,8 @@ from typing import Any
 import asyncpg
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from service.db.engine import driver_connection
+
 
 class Row(asyncpg.Record):
     """An asyncpg record whose columns also read as attributes (``row.id``)."""
@@ -79,12 +81,6 @@ FROM (SELECT count(*) AS n, coalesce(bit_xor({_VERSION}), 0) AS x FROM context_i
 """
 
 
-async def _driver(session: AsyncSession) -> Any:
-    conn = await session.connection()
-    raw = await conn.get_raw_connection()
-    return raw.driver_connection
-
-
 async def window_items(
     session: AsyncSession,
     *,
@@ -95,7 +91,7 @@ async def window_items(
 ) -> list[Any]:
     """Active items (expired ones too: the service reports stale tool results) of the user and global
     scopes and of the given session/task/stage/step instances, in the given domains or none."""
-    driver = await _driver(session)
+    driver = await driver_connection(session)
     rows = await driver.fetch(_ITEMS_SQL, *_item_args(tenant_id, user_id, refs, domains), record_class=Row)
     return await _with_levels(driver, tenant_id, rows)
 
@@ -112,7 +108,7 @@ async def recalled_items(
 ) -> list[Any]:
     """The first ``limit`` of the given items (best first) that are active and unexpired now and in
     ``domains``, in the given order."""
-    driver = await _driver(session)
+    driver = await driver_connection(session)
     rows = await driver.fetch(
         _RECALLED_SQL, tenant_id, user_id, list(ids), now, list(domains) if domains else None, limit, record_class=Row
     )
@@ -173,7 +169,7 @@ async def window_version(
 ) -> tuple[tuple[int, int, int, int], bool]:
     """What the window's rows are now: (items, their versions, entries, their versions) as
     :func:`version_of` computes them from fetched rows, and whether this transaction has written nothing."""
-    driver = await _driver(session)
+    driver = await driver_connection(session)
     r = await driver.fetchrow(_VERSION_SQL, *_item_args(tenant_id, user_id, refs, domains))
     return (r["items"], r["items_version"], r["entries"], r["entries_version"]), r["clean"]
 
@@ -188,5 +184,5 @@ def version_of(rows: Sequence[Any]) -> tuple[int, int]:
 
 
 async def window_entries(session: AsyncSession, *, tenant_id: str, user_id: str) -> list[Any]:
-    driver = await _driver(session)
+    driver = await driver_connection(session)
     return list(await driver.fetch(_ENTRIES_SQL, tenant_id, user_id, record_class=Row))

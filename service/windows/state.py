@@ -16,7 +16,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-from scoring.compress import assemble_levels, derive_levels
+from scoring.compress import assemble_levels, derive_row_levels
 from scoring.conflicts import normalize_value
 from scoring.items import AUTHORITY_RANK
 from scoring.profile import EffectiveProfile, effective_profile
@@ -44,16 +44,7 @@ def fixed(
 def _item_levels(row: Any, user_id: str, count: Callable[[str], int]) -> tuple[tuple[str, ...], tuple[int, ...]]:
     if row["level_texts"] is not None and row["level_tokens"] is not None:
         return (row["content"], *row["level_texts"]), (row["token_cost"], *row["level_tokens"])
-    derived = derive_levels(
-        item_id=str(row["id"]),
-        user_id=user_id,
-        item_type=row["type"],
-        content=row["content"],
-        key=row["key"],
-        value=row["value"],
-        variants=row["variants"],
-        token_cost=row["token_cost"],
-    )
+    derived = derive_row_levels(row, user_id)
     texts, tokens = assemble_levels(row["content"], row["token_cost"], derived, [count(t) for t in derived])
     return tuple(texts), tuple(tokens)
 
