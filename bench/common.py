@@ -1,14 +1,19 @@
-"""What the benchmarks share: a database for one run."""
+"""What the benchmarks share: a database for one run; for the retrieval evals (``bench.recall_eval``,
+``bench.locomo``), the budget filling of the baselines and the per-question bookkeeping."""
 
 from __future__ import annotations
 
 import contextlib
 import shutil
 import tempfile
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Collection, Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from service.db.embedded import ensure_database, start_embedded
+
+# The window renders each item as "- <text>\n" (scoring.window.LINE_OVERHEAD).
+LINE_OVERHEAD = 2
 
 
 @contextlib.asynccontextmanager
@@ -30,3 +35,54 @@ async def bench_database(prefix: str, database_url: str = "") -> AsyncIterator[t
         if server is not None:
             server.cleanup()
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def fill(
+    rows: Sequence[Mapping[str, Any]],
+    question: str,
+    budget: int,
+    count: Callable[[str], int],
+    scores: Mapping[str, float] | None = None,
+) -> set[str]:
+    """Ids of the stored turns that fit the budget at L0 (each at its stored ``token_cost`` plus the window's
+    per-line overhead), after the question and the two section headings: the newest first (a sliding window:
+    stops at the first turn that does not fit), or, given relevance scores, the most relevant first (ties and
+    unscored turns by recency; a turn that does not fit is skipped and filling goes on)."""
+    left = budget - count(f"## Background\n\n## Latest input\n{question}\n") - 2
+    if scores is None:
+        order = sorted(rows, key=lambda r: (r["observed_at"], r["id"]), reverse=True)
+    else:
+        order = sorted(rows, key=lambda r: (scores.get(str(r["id"]), 0.0), r["observed_at"], r["id"]), reverse=True)
+    kept: set[str] = set()
+    for r in order:
+        cost = r["token_cost"] + LINE_OVERHEAD
+        if cost > left:
+            if scores is None:
+                break
+            continue
+        left -= cost
+        kept.add(str(r["id"]))
+    return kept
+
+
+def evidence_outcome(
+    turns: Sequence[str], placed: Mapping[str, int], whole: Collection[str], item_of: Mapping[str, str]
+) -> dict[str, Any]:
+    """How one question's evidence fared in one window (or baseline): ``turns`` are the question's turn ids,
+    ``item_of`` maps them to item ids, ``placed`` maps item id → level for the items the window placed and
+    ``whole`` holds the item ids whose whole text is in it. Answered: every evidence turn whole; reached:
+    every one placed at any level."""
+    items = [item_of[t] for t in turns]
+    return {
+        "answered": all(i in whole for i in items),
+        "reached": all(i in placed for i in items),
+        "levels": {t: placed.get(item_of[t]) for t in turns},
+        "text": len(whole),
+        "placed": len(placed),
+    }
+
+
+def share(results: Iterable[Mapping[str, Any]], key: str, field: str = "kind", value: Any = None) -> tuple[int, int]:
+    """(how many have ``key`` true, how many) among ``results``, or among those whose ``field`` is ``value``."""
+    sel = [r for r in results if value is None or r[field] == value]
+    return sum(1 for r in sel if r[key]), len(sel)

@@ -52,7 +52,7 @@ from typing import Any
 
 from sqlalchemy import text as sql
 
-from bench.common import bench_database
+from bench.common import bench_database, evidence_outcome, fill, share
 from schemas.items import ItemCreate
 from schemas.windows import WindowRequest
 from service.auth.service import Principal, create_key
@@ -78,8 +78,6 @@ MODES: dict[str, dict[str, Any]] = {
     "hybrid-rrf": {"recall_mode": "hybrid", "fusion": "rrf"},
 }
 KINDS = ("keyword", "paraphrase", "multi", "chinese")
-# The window renders each item as "- <text>\n" (scoring.window.LINE_OVERHEAD).
-LINE_OVERHEAD = 2
 
 
 def load(path: Path) -> dict[str, Any]:
@@ -114,41 +112,10 @@ def episodes(conv: dict[str, Any], now: Any) -> tuple[list[str], list[ItemCreate
     return ids, items
 
 
-def fill(rows: list[Any], question: str, budget: int, count: Any, scores: dict[str, float] | None = None) -> set[str]:
-    """Ids of the turns that fit the budget at L0, after the question and the two section headings: the
-    newest first (a sliding window: stops at the first turn that does not fit), or, given relevance
-    scores, the most relevant first (ties and unscored turns by recency; a turn that does not fit is
-    skipped)."""
-    left = budget - count(f"## Background\n\n## Latest input\n{question}\n") - 2
-    if scores is None:
-        order = sorted(rows, key=lambda r: (r["observed_at"], r["id"]), reverse=True)
-    else:
-        order = sorted(rows, key=lambda r: (scores.get(str(r["id"]), 0.0), r["observed_at"], r["id"]), reverse=True)
-    kept: set[str] = set()
-    for r in order:
-        cost = r["token_cost"] + LINE_OVERHEAD
-        if cost > left:
-            if scores is None:
-                break
-            continue
-        left -= cost
-        kept.add(str(r["id"]))
-    return kept
-
-
 def outcome(q: dict[str, Any], placed: dict[str, int], text: set[str], item_of: dict[str, str]) -> dict[str, Any]:
     """One question's result: ``placed`` maps item id → level for the turns in the window, ``text`` holds
     the ones there as text."""
-    answer = [item_of[t] for t in q["answer_turns"]]
-    return {
-        "id": q["id"],
-        "kind": q["kind"],
-        "answered": all(a in text for a in answer),
-        "reached": all(a in placed for a in answer),
-        "levels": {t: placed.get(item_of[t]) for t in q["answer_turns"]},
-        "text": len(text),
-        "placed": len(placed),
-    }
+    return {"id": q["id"], "kind": q["kind"]} | evidence_outcome(q["answer_turns"], placed, text, item_of)
 
 
 def print_table(title: str, rows_by_mode: dict[str, list[dict[str, Any]]], key: str) -> dict[str, Any]:
@@ -161,16 +128,11 @@ def print_table(title: str, rows_by_mode: dict[str, list[dict[str, Any]]], key: 
         cells = []
         out[mode] = {}
         for kind in (None, *KINDS):
-            hit, n = share(results, key, kind)
+            hit, n = share(results, key, "kind", kind)
             out[mode][kind or "all"] = {"hit": hit, "questions": n, "share": hit / n if n else None}
             cells.append(f"{hit / n:>8.0%} {hit:>2}/{n:<2}" if n else f"{'-':>14}")
         print(f"{mode:<10}" + "".join(cells))
     return out
-
-
-def share(results: list[dict[str, Any]], key: str, kind: str | None = None) -> tuple[int, int]:
-    sel = [r for r in results if kind is None or r["kind"] == kind]
-    return sum(1 for r in sel if r[key]), len(sel)
 
 
 async def main(args: argparse.Namespace) -> int:
