@@ -81,7 +81,8 @@ class WindowItem(ReadModel):
     id: str
     level: int = Field(description="0 original, 1 condensed, 2 summary, 3 key fields, 4 index line")
     tokens: int
-    reason: str
+    reason: str = Field(description="Why it holds this level: its relevance, and what it lost to when compressed")
+    value: float = Field(0.0, description="Its value for this request (worth x relevance factor); 0 when pinned")
 
 
 class WindowSection(ReadModel):
@@ -118,3 +119,12 @@ class WindowResponse(ReadModel):
     prefix_hash: str
     state_version: str
     archived_item_id: uuid.UUID | None = None
+    cut: float = Field(
+        0.0,
+        description="Value per 1,000 tokens of the first step the budget could not take (0: nothing gave way)",
+    )
+    not_retrieved: int = Field(
+        0,
+        description="The user's items that apply here but were not candidates (neither standing, among the newest, "
+        "nor retrieved for the query): counted, not listed",
+    )

@@ -1,37 +1,35 @@
 """Window assembly (DESIGN §3.6): select → compress → order → render, over plain values.
 
-The service fetches rows and the effective profile, turns them into ``Element``s (one per item, profile
-entry or request field, each with its five levels precomputed) and history ``Unit``s, and calls
+The service turns the candidates (pinned items, this session's and task's items, the profile, the items
+retrieved for the query, the newest few) into ``Element``s — each with its five levels precomputed and
+its worth before relevance (``scoring.window_policy``) — and the chat history into ``Unit``s, and calls
 :func:`assemble`. Everything here is deterministic: the same input gives byte-identical output.
 
-Pressure is relieved in this order, stopping as soon as the window fits:
-  1. drop old user turns of the history, oldest first;
-  2. raise items to L1, then L2, then L3 — within each level first the sections that give way first
-     (tool results, hints, summaries, background), then the rest; within those, lower priority first;
-  3. drop older exchanges of the current turn, oldest first;
-  4. raise items to L4 (index lines), same order;
-  5. drop items, same order, each with its reason.
-Mode: ``full`` when nothing had to give way, ``compact`` once step 4 or 5 was needed, else ``balanced``.
-Pinned elements (latest input, system rules, hard constraints, verified facts, decisions, goal, plan) are
-always at L0; if they alone do not fit, the result is :class:`BudgetTooSmall`.
+Selection (step 5) is a multiple-choice knapsack solved by value per token (``scoring.selection``):
+pinned elements and the history that is never dropped are paid first (if they alone do not fit, the
+result is :class:`BudgetTooSmall`); then every other element — and the chat history, as two elements
+whose levels are "keep the newest k old turns" and "keep the newest k older exchanges of this turn" —
+takes its best steps, value per token first, until the first that does not fit. An element's value for
+this request is its worth times its relevance factor; related elements (``group``) share a level; an
+element repeating a pinned one can only be an index line. Mode: ``full`` when everything is whole and no
+history was dropped, ``compact`` when an element was left out or cut to an index line, else ``balanced``.
 
-What depends on the elements alone (line costs per level, groups, priority ranks, render order) is worked
-out by :func:`prepare`; :func:`assemble_prepared` then adds what one request brings (its pinned elements,
-relevance to its query, items repeating its text), so a caller that assembles many windows over the same
-elements — the service's per-user cache — pays per request only for the steps the budget forces.
+What depends on the elements alone (line costs, value shares, hulls, groups, render order) is worked out
+by :func:`prepare`; :func:`assemble_prepared` adds what one request brings (its pinned elements, loose
+elements retrieved for it, relevance, items repeating its text), so the service's per-user cache pays per
+request only for the selection itself.
 """
 
 from __future__ import annotations
 
 import hashlib
-from bisect import bisect_left
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from itertools import compress
-from operator import itemgetter, sub
 from typing import Any
 
 from scoring.history import Unit
+from scoring.selection import Point, hull, next_densities, steps_order, take
+from scoring.window_policy import DEFAULT_MODEL, ProfileLine, ValueModel
 
 SECTIONS: tuple[tuple[str, str], ...] = (
     ("rules", "Rules"),
@@ -52,11 +50,9 @@ TITLES = dict(SECTIONS)
 HEADERS = {name: f"## {title}\n" for name, title in SECTIONS}
 # The stable, cache-friendly prefix: it changes only when rules or the long-term profile change.
 PREFIX_SECTIONS = ("rules", "profile")
-GIVE_WAY_FIRST = frozenset({"tool_results", "hints", "summaries", "background"})
 # "- " before and a newline after each item line.
 LINE_OVERHEAD = 2
 LEVEL_NAMES = ("original", "condensed", "summary", "key fields", "index line")
-DROPPED = {name: f"dropped: over budget ({name}, lowest priority first)" for name, _ in SECTIONS}
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,10 +63,10 @@ class Element:
     tokens: tuple[int, ...]  # L0..L4
     pinned: bool = False
     reason: str = ""
-    importance: tuple[Any, ...] = ()  # higher is more important (authority, confidence, recency, relevance)
+    value: float = 1.0  # worth before relevance (window_policy); ignored for pinned elements
     order: tuple[Any, ...] = ()  # render order inside the section
     group: str | None = None  # related items share a level
-    repeats: str | None = None  # the pinned element it repeats: compressed hardest
+    repeats: str | None = None  # the pinned element it repeats: an index line at most
     verbatim: bool = False  # rendered as is, without "- " (the latest input)
 
 
@@ -80,6 +76,7 @@ class Placed:
     level: int
     tokens: int
     reason: str
+    value: float  # its value for this request (worth x relevance factor); 0 for pinned elements
 
 
 @dataclass(frozen=True)
@@ -104,12 +101,50 @@ class WindowOut:
     prefix: str
     prefix_tokens: int
     prefix_hash: str
+    cut: float  # value per 1,000 tokens of the first step not taken (0: nothing had to give way)
 
 
 @dataclass(frozen=True)
 class BudgetTooSmall:
     required: int
     budget: int
+
+
+def pinned_element(
+    eid: str,
+    section: str,
+    text: str,
+    reason: str,
+    count: Callable[[str], int],
+    *,
+    order: tuple[Any, ...] = (),
+    verbatim: bool = False,
+) -> Element:
+    """A pinned element: the same text at every level."""
+    n = count(text)
+    return Element(eid, section, (text,) * 5, (n,) * 5, pinned=True, reason=reason, order=order, verbatim=verbatim)
+
+
+def profile_element(line: ProfileLine, count: Callable[[str], int]) -> Element:
+    """A profile line (``window_policy.profile_lines``) as an element: the same text down to L3, its index
+    line at L4 when that is shorter."""
+    if line.pinned:
+        return pinned_element(line.id, line.section, line.text, line.reason, count, order=line.order)
+    n = count(line.text)
+    last, n_last = line.text, n
+    if line.index is not None:
+        n_index = count(line.index)
+        if n_index < n:
+            last, n_last = line.index, n_index
+    return Element(
+        line.id,
+        line.section,
+        (line.text,) * 4 + (last,),
+        (n,) * 4 + (n_last,),
+        reason=line.reason,
+        value=line.value,
+        order=line.order,
+    )
 
 
 def _line_tokens(e: Element, level: int) -> int:
@@ -124,38 +159,28 @@ def _render_key(e: Element) -> tuple[Any, ...]:
     return (e.order, e.id)
 
 
-def _give_way_key(e: Element) -> tuple[Any, ...]:
-    """Where a loose element of its own stands when giving way (lower goes first): the give-way-first
-    sections, then later sections, then lower importance."""
-    return (0 if e.section in GIVE_WAY_FIRST else 1, -SECTION_RANK[e.section], e.importance)
-
-
-def _contains(ordered: list[tuple[Any, ...]], key: tuple[Any, ...]) -> bool:
-    at = bisect_left(ordered, key)
-    return at < len(ordered) and ordered[at] == key
+def _points(lines: Sequence[int], shares: Sequence[float]) -> list[Point]:
+    return [Point(lines[lvl], shares[lvl], lvl) for lvl in range(5)]
 
 
 class Prepared:
-    """The elements of a window with everything that does not depend on the request worked out: line
-    tokens per level, groups, what each group saves at each level, render order. Read-only once built
-    (the give-way ranks are filled in on first use), so one instance can serve concurrent requests."""
+    """The elements of a window with what does not depend on the request worked out: line tokens and value
+    shares per level, each element's hull, groups, render order. Read-only once built, so one instance can
+    serve concurrent requests."""
 
-    def __init__(self, elements: Sequence[Element]) -> None:
+    def __init__(self, elements: Sequence[Element], model: ValueModel = DEFAULT_MODEL) -> None:
+        self.model = model
         self.pinned = tuple(e for e in elements if e.pinned)
         loose = self.loose = tuple(e for e in elements if not e.pinned)
-        n = len(loose)
         self.index = {e.id: i for i, e in enumerate(loose)}
-        overhead = [0 if e.verbatim else LINE_OVERHEAD for e in loose]
-        lines = self.lines = tuple(
-            [e.tokens[lvl] + o for e, o in zip(loose, overhead, strict=True)] for lvl in range(5)
-        )
-        self.sections = [e.section for e in loose]
+        if len(self.index) != len(loose):
+            raise ValueError("element ids must be unique")
+        self.lines = [tuple(_line_tokens(e, lvl) for lvl in range(5)) for e in loose]
+        self.shares = [model.level_shares(e.texts, e.tokens) for e in loose]
+        self.hulls = [hull(_points(ln, sh)) for ln, sh in zip(self.lines, self.shares, strict=True)]
+        self.sizes = [model.size_factor(e.tokens[0]) for e in loose]
         self.pinned_lines = sum(_line_tokens(e, 0) for e in self.pinned)
         self.pinned_sections = frozenset(e.section for e in self.pinned)
-        self.loose_sections: dict[str, int] = {}
-        for section in self.sections:
-            self.loose_sections[section] = self.loose_sections.get(section, 0) + 1
-
         # Related items (same ``group``) move together; everything else is a group of one.
         members: list[list[int]] = []
         named: dict[str, int] = {}
@@ -168,39 +193,6 @@ class Prepared:
                     members.append([])
                 members[named[e.group]].append(i)
         self.members = [tuple(m) for m in members]
-        self.single = [m[0] if len(m) == 1 else -1 for m in self.members]  # the only member, -1 if several
-        self.group_of = list(range(n))
-        if len(self.members) != n:
-            for g, m in enumerate(self.members):
-                for i in m:
-                    self.group_of[i] = g
-
-        # An element repeating a pinned one starts at L4; the others start at L0 and, before a round of
-        # raising to level L starts, all stand at L-1 (rounds run in order and only the last one stops midway).
-        self.initial = [4 if e.repeats else 0 for e in loose]
-        self.repeating = [i for i, start in enumerate(self.initial) if start == 4]
-        diffs: list[list[int]] = [[]]
-        for lvl in range(1, 5):
-            diff = list(map(sub, lines[lvl - 1], lines[lvl]))
-            for i in self.repeating:
-                diff[i] = 0
-            diffs.append(diff)
-        moving = [0 if start else 1 for start in self.initial]
-        if len(self.members) == n:  # only groups of one: group g is element g
-            self.saving = tuple(diffs)
-            self.nonrepeat = moving
-        else:
-            self.saving = (
-                [],
-                *(
-                    [d[i] if i >= 0 else sum(d[j] for j in self.members[g]) for g, i in enumerate(self.single)]
-                    for d in diffs[1:]
-                ),
-            )
-            self.nonrepeat = [sum(moving[i] for i in m) for m in self.members]
-        self.round_saving = [sum(d) for d in diffs]
-        self.start_total = sum(lines[0]) + sum(lines[4][i] - lines[0][i] for i in self.repeating)
-
         by_section: dict[str, list[tuple[Element, int]]] = {}
         for e in self.pinned:
             by_section.setdefault(e.section, []).append((e, -1))
@@ -209,192 +201,16 @@ class Prepared:
         self.render: dict[str, list[tuple[Element, int]]] = {}
         self.unsorted: set[str] = set()  # sections whose orders do not compare: sorted (and failing) at render
         for name, entries in by_section.items():
-            keys = [_render_key(e) for e, _ in entries]
             try:
-                self.render[name] = [entries[k] for k in sorted(range(len(entries)), key=keys.__getitem__)]
+                self.render[name] = sorted(entries, key=lambda entry: _render_key(entry[0]))
             except TypeError:
                 self.render[name] = entries
                 self.unsorted.add(name)
-        self._ranks: tuple[list[int], list[int], dict[int, tuple[int, ...]], list[int], list[int]] | None = None
-        self._omitted: tuple[list[tuple[str, str]], Callable[[bytearray], Sequence[int]]] | None = None
-        self._parent: Prepared | None = None  # an extended set's: its ranks come from the parent's
-        self._distinct: list[tuple[Any, ...]] = []  # the distinct give-way keys, in order (with ranks)
-        self._sorted_ids: list[str] = []  # each group's smallest id, in order (with ranks)
-
-    def extended(self, extra: Sequence[Element]) -> Prepared:
-        """These elements plus ``extra`` loose ones (ungrouped, repeating nothing), as :func:`prepare`
-        would give them, built from this one's parts: copies of its lists with the extras appended, so
-        a request that adds a few elements to a large prepared set does not pay for preparing it again."""
-        if any(e.pinned or e.group is not None or e.repeats for e in extra):
-            raise ValueError("extra elements must be loose, ungrouped and repeat nothing")
-        if not extra:
-            return self
-        new = object.__new__(Prepared)
-        n, g0 = len(self.loose), len(self.members)
-        new.pinned = self.pinned
-        new.loose = self.loose + tuple(extra)
-        new.index = dict(self.index)
-        for k, e in enumerate(extra):
-            if e.id in new.index:
-                raise ValueError(f"duplicate element id {e.id!r}")
-            new.index[e.id] = n + k
-        extra_lines = [[e.tokens[lvl] + (0 if e.verbatim else LINE_OVERHEAD) for e in extra] for lvl in range(5)]
-        new.lines = tuple(old + add for old, add in zip(self.lines, extra_lines, strict=True))
-        new.sections = self.sections + [e.section for e in extra]
-        new.pinned_lines, new.pinned_sections = self.pinned_lines, self.pinned_sections
-        new.loose_sections = dict(self.loose_sections)
-        for e in extra:
-            new.loose_sections[e.section] = new.loose_sections.get(e.section, 0) + 1
-        new.members = self.members + [(n + k,) for k in range(len(extra))]
-        new.single = self.single + [n + k for k in range(len(extra))]
-        new.group_of = self.group_of + [g0 + k for k in range(len(extra))]
-        new.initial = self.initial + [0] * len(extra)
-        new.repeating = self.repeating
-        diffs = [[]] + [list(map(sub, extra_lines[lvl - 1], extra_lines[lvl])) for lvl in range(1, 5)]
-        new.saving = tuple(old + add for old, add in zip(self.saving, diffs, strict=True))
-        new.nonrepeat = self.nonrepeat + [1] * len(extra)
-        new.round_saving = [total + sum(d) for total, d in zip(self.round_saving, diffs, strict=True)]
-        new.start_total = self.start_total + sum(extra_lines[0])
-        new.render = dict(self.render)
-        new.unsorted = set(self.unsorted)
-        for name in {e.section for e in extra}:
-            entries = list(self.render.get(name, ())) + [(e, n + k) for k, e in enumerate(extra) if e.section == name]
-            if name not in new.unsorted:
-                try:
-                    entries.sort(key=lambda entry: _render_key(entry[0]))
-                except TypeError:
-                    new.unsorted.add(name)
-            new.render[name] = entries
-        new._ranks = None
-        new._omitted = None
-        new._parent, new._distinct, new._sorted_ids = self, [], []
-        return new
-
-    def ranks(self) -> tuple[list[int], list[int], dict[int, tuple[int, ...]], list[int], list[int]]:
-        """Per group: the rank of (gives way first, section, highest importance) and the rank of its smallest
-        id; per group of several, the members holding its highest importance; the group of each id rank;
-        and the give-way order without relevance. Worked out on first use: a window that fits needs none."""
-        if self._ranks is None:
-            if self._parent is not None:
-                self._ranks = self._extended_ranks(self._parent)
-                return self._ranks
-            loose, members = self.loose, self.members
-            keys: list[tuple[Any, ...]] = []
-            min_ids: list[str] = []
-            leaders: dict[int, tuple[int, ...]] = {}
-            for g, i in enumerate(self.single):
-                if i >= 0:
-                    e = loose[i]
-                    keys.append(_give_way_key(e))
-                    min_ids.append(e.id)
-                    continue
-                group = [loose[j] for j in members[g]]
-                first = all(e.section in GIVE_WAY_FIRST for e in group)
-                top = max(e.importance for e in group)
-                keys.append((0 if first else 1, -min(SECTION_RANK[e.section] for e in group), top))
-                min_ids.append(min(e.id for e in group))
-                leaders[g] = tuple(j for j in members[g] if loose[j].importance == top)
-            n = len(keys)
-            rank = [0] * n
-            distinct: list[tuple[Any, ...]] = []
-            for g in sorted(range(n), key=keys.__getitem__):
-                if not distinct or keys[g] != distinct[-1]:
-                    distinct.append(keys[g])
-                rank[g] = len(distinct) - 1
-            group_at = sorted(range(n), key=min_ids.__getitem__)
-            self._distinct, self._sorted_ids = distinct, [min_ids[g] for g in group_at]
-            self._ranks = self._with_base(rank, leaders, group_at)
-        return self._ranks
-
-    def _with_base(
-        self, rank: list[int], leaders: dict[int, tuple[int, ...]], group_at: list[int]
-    ) -> tuple[list[int], list[int], dict[int, tuple[int, ...]], list[int], list[int]]:
-        n = len(rank)
-        id_rank = [0] * n
-        for r, g in enumerate(group_at):
-            id_rank[g] = r
-        base = [group_at[k % n] for k in sorted(r * n + i for r, i in zip(rank, id_rank, strict=True))]
-        return rank, id_rank, leaders, group_at, base
-
-    def _extended_ranks(
-        self, parent: Prepared
-    ) -> tuple[list[int], list[int], dict[int, tuple[int, ...]], list[int], list[int]]:
-        """:meth:`ranks` of an :meth:`extended` set from its parent's: the extras are groups of one at the
-        end, so the parent's ranks are shifted past the extras' new keys and their ids merged in."""
-        prank, _, leaders, pgroup_at, _ = parent.ranks()
-        g0 = len(prank)
-        extra = self.loose[len(parent.loose) :]
-        keys = [_give_way_key(e) for e in extra]
-        old = parent._distinct
-        added = sorted({k for k in keys if not _contains(old, k)})
-        distinct = sorted(old + added) if added else old
-        shift = [r + bisect_left(added, key) for r, key in enumerate(old)] if added else None
-        rank = [shift[r] for r in prank] if shift is not None else list(prank)
-        rank += [bisect_left(distinct, k) for k in keys]
-        # Ids: merge the extras (groups g0, g0+1, …) into the parent's groups in id order.
-        ids, group_at = list(parent._sorted_ids), list(pgroup_at)
-        for k, e in sorted(enumerate(extra), key=lambda x: x[1].id):
-            at = bisect_left(ids, e.id)
-            ids.insert(at, e.id)
-            group_at.insert(at, g0 + k)
-        self._distinct, self._sorted_ids = distinct, ids
-        return self._with_base(rank, leaders, group_at)
-
-    def order(self, relevance: Sequence[float] | None) -> list[int]:
-        """Groups in give-way order, least important first: later sections first (the give-way-first ones
-        before all others), then lower importance, then lower relevance among the members holding the
-        group's highest importance, then smaller id."""
-        rank, id_rank, leaders, group_at, base = self.ranks()
-        if not relevance or not any(relevance):
-            return base
-        if not leaders and len(relevance) == len(rank):
-            lead = list(relevance)
-        else:
-            lead = [
-                relevance[i] if i >= 0 else max(relevance[j] for j in leaders[g]) for g, i in enumerate(self.single)
-            ]
-        n = len(rank)
-        if type(sum(lead)) is not int or min(lead) < 0:
-            return sorted(range(n), key=lambda g: (rank[g], lead[g], id_rank[g]))
-        # Integer relevance: one int per group, (rank, relevance, id rank), so the sort compares plain ints.
-        span = max(lead) + 1
-        keys = [(r * span + x) * n + i for r, x, i in zip(rank, lead, id_rank, strict=True)]
-        keys.sort()
-        return [group_at[k % n] for k in keys]
-
-    def omitted(self, dropped: bytearray) -> tuple[tuple[str, str], ...]:
-        """(id, reason) of the dropped loose elements, by id."""
-        if not any(dropped):
-            return ()
-        if self._omitted is None:
-            loose = self.loose
-            by_id = sorted(range(len(loose)), key=lambda i: loose[i].id)
-            pairs = [(loose[i].id, DROPPED[loose[i].section]) for i in by_id]
-            gather: Callable[[bytearray], Sequence[int]] = (
-                itemgetter(*by_id) if len(by_id) > 1 else (lambda flags: [flags[i] for i in by_id])
-            )
-            self._omitted = (pairs, gather)
-        pairs, pick = self._omitted
-        return tuple(compress(pairs, pick(dropped)))
 
 
-def prepare(elements: Sequence[Element]) -> Prepared:
+def prepare(elements: Sequence[Element], model: ValueModel = DEFAULT_MODEL) -> Prepared:
     """The request-independent part of :func:`assemble` over ``elements`` (ids must be unique)."""
-    return Prepared(elements)
-
-
-class _Run:
-    """One assembly's moving parts: levels, drops and a running token estimate, updated in O(1) per step."""
-
-    __slots__ = ("dropped", "dropped_units", "level", "stage", "total", "visible")
-
-    def __init__(self, level: list[int], total: int, visible: dict[str, int]) -> None:
-        self.level = level
-        self.total = total
-        self.visible = visible
-        self.dropped = bytearray(len(level))
-        self.dropped_units: set[int] = set()
-        self.stage = 0  # highest pressure step applied
+    return Prepared(elements, model)
 
 
 def assemble(
@@ -404,15 +220,35 @@ def assemble(
     budget: int,
     tools_tokens: int,
     count: Callable[[str], int],
+    relevance: Mapping[str, float] | None = None,
+    model: ValueModel = DEFAULT_MODEL,
 ) -> WindowOut | BudgetTooSmall:
-    return assemble_prepared(prepare(elements), units=units, budget=budget, tools_tokens=tools_tokens, count=count)
+    return assemble_prepared(
+        prepare(elements, model),
+        relevance=relevance,
+        units=units,
+        budget=budget,
+        tools_tokens=tools_tokens,
+        count=count,
+    )
+
+
+@dataclass
+class _Groups:
+    """The request's selection problem: per group its members, hull and value (history chains last)."""
+
+    members: list[tuple[int, ...]]
+    hulls: list[tuple[Point, ...]]
+    values: list[float]
+    sections: list[frozenset[str]]
 
 
 def assemble_prepared(
     prepared: Prepared,
     *,
     extra: Sequence[Element] = (),
-    relevance: Sequence[float] | None = None,
+    loose_extra: Sequence[Element] = (),
+    relevance: Mapping[str, float] | None = None,
     repeats: Mapping[str, str] | None = None,
     units: Sequence[Unit],
     budget: int,
@@ -421,17 +257,19 @@ def assemble_prepared(
     count_blocks: Callable[[Sequence[str]], int] | None = None,
 ) -> WindowOut | BudgetTooSmall:
     """:func:`assemble` over the prepared elements plus this request's: ``extra`` pinned elements,
-    ``relevance`` (a number per loose element, in ``prepared.loose`` order, that breaks ties of importance
-    when choosing what gives way: higher stays longer) and ``repeats`` (loose element id → the pinned element it
-    repeats, for elements that do not say so themselves).
+    ``loose_extra`` loose ones (retrieved for this query; ungrouped), ``relevance`` (element id → 0-1 for
+    this query; absent = 0) and ``repeats`` (loose element id → the pinned element it repeats, for
+    elements that do not say so themselves).
 
     ``count_blocks`` counts a text given as its section blocks. Each block ends with a blank line and the
     next starts with ``## ``; a BPE whose pre-tokenizer never puts a newline and a following ``#`` into one
     piece (o200k_base, cl100k_base) counts the text as the sum of its blocks, so a caller can count each
     block once and reuse it. Without it the joined text is counted."""
-    p = prepared
+    p, model = prepared, prepared.model
     if any(not e.pinned for e in extra):
         raise ValueError("extra elements must be pinned")
+    if any(e.pinned or e.group is not None for e in loose_extra):
+        raise ValueError("loose_extra elements must be loose and ungrouped")
     header_tokens = {name: count(header) + 1 for name, header in HEADERS.items()}
     pinned_sections = p.pinned_sections.union(e.section for e in extra)
     pinned_cost = (
@@ -444,61 +282,121 @@ def assemble_prepared(
     if pinned_cost > budget:
         return BudgetTooSmall(required=pinned_cost, budget=budget)
 
-    lines, loose = p.lines, p.loose
-    repeated = {
-        p.index[i]: pinned for i, pinned in (repeats or {}).items() if i in p.index and not loose[p.index[i]].repeats
-    }
-    level = list(p.initial)
-    total = pinned_cost + sum(u.tokens for u in units if u.droppable) + p.start_total
-    total += sum(header_tokens[s] for s in p.loose_sections if s not in pinned_sections)
-    for i in repeated:
-        level[i] = 4
-        total += lines[4][i] - lines[0][i]
-    run = _Run(level, total, dict(p.loose_sections))
+    # The loose elements of this request: the prepared ones, then the retrieved ones.
+    n0 = len(p.loose)
+    loose = p.loose + tuple(loose_extra)
+    lines = list(p.lines)
+    shares = list(p.shares)
+    index = p.index
+    if loose_extra:
+        index = dict(p.index)
+        for k, e in enumerate(loose_extra):
+            if e.id in index:
+                raise ValueError(f"duplicate element id {e.id!r}")
+            index[e.id] = n0 + k
+            lines.append(tuple(_line_tokens(e, lvl) for lvl in range(5)))
+            shares.append(model.level_shares(e.texts, e.tokens))
+    rel = relevance or {}
+    sizes = p.sizes + [model.size_factor(e.tokens[0]) for e in loose_extra]
+    values = [e.value * size * model.relevance_factor(rel.get(e.id, 0.0)) for e, size in zip(loose, sizes, strict=True)]
+    fixed = {i for i, e in enumerate(loose) if e.repeats}  # an index line at most
+    twin = {i: e.repeats for i, e in enumerate(loose) if e.repeats}
+    for eid, pin in (repeats or {}).items():
+        i = index.get(eid)
+        if i is not None and i not in fixed:
+            fixed.add(i)
+            twin[i] = pin
 
-    target = [budget]  # shared with the steps, so that they stop as soon as the window fits
-    steps = _steps(p, run, units, relevance, repeated, target, header_tokens, pinned_sections)
+    g = _groups(p, loose, lines, shares, values, fixed, n0)
+    chains = _history_chains(units, model)
+    for kept_units, h, v in chains:
+        g.members.append(kept_units)
+        g.hulls.append(h)
+        g.values.append(v)
+        g.sections.append(frozenset())
+    n_items = len(g.members) - len(chains)
+    order = steps_order(g.hulls, g.values)
 
-    def give_way_until(goal: int) -> bool:
-        """Apply steps until the estimate fits ``goal``; False if no step was left to apply."""
-        target[0] = goal
-        moved = False
-        while run.total > goal:
-            if next(steps, None) is None:
-                return moved
-            moved = True
-        return True
-
-    give_way_until(budget)
+    goal = budget
     while True:
-        blocks, sections, prefix_blocks = _render(p, run, extra)
+        choice = take(
+            g.hulls, order, budget=goal, used=pinned_cost, **_headers(g.sections, header_tokens, pinned_sections)
+        )
+        level = [-1] * len(loose)  # -1: left out
+        for gi in range(n_items):
+            k = choice.at[gi]
+            if k < 0:
+                continue
+            lvl = g.hulls[gi][k].level
+            for i in g.members[gi]:
+                level[i] = 4 if i in fixed else lvl
+        dropped_units: set[int] = set()
+        for c, (chain_units, h, _) in enumerate(chains):
+            k = choice.at[n_items + c]
+            keep = h[k].level if k >= 0 else 0
+            dropped_units.update(chain_units[keep:])
+        blocks, sections, prefix_blocks = _render(p, loose, n0, level, extra)
         text = "".join(blocks)
-        kept = tuple(i for i in range(len(units)) if i not in run.dropped_units)
+        kept = tuple(i for i in range(len(units)) if i not in dropped_units)
         messages_tokens = sum(units[i].tokens for i in kept)
         text_tokens = count(text) if count_blocks is None else count_blocks(blocks)
         used = text_tokens + messages_tokens + tools_tokens
         if used <= budget:
             break
         # The estimate was optimistic (tokens can merge across line boundaries): tighten by the overshoot
-        # and keep giving way; if nothing is left to give, the pinned content itself does not fit.
-        if not give_way_until(run.total - (used - budget)):
+        # and select again; if nothing is left to give, the pinned content itself does not fit.
+        if all(k < 0 for k in choice.at):
             return BudgetTooSmall(required=used, budget=budget)
+        goal = min(goal, choice.used) - (used - budget)
 
-    mode = "full" if run.stage == 0 else ("compact" if run.stage >= 4 else "balanced")
-    omitted = p.omitted(run.dropped)
+    nexts = next_densities(g.hulls, g.values, choice.at)
+    left = goal - choice.used
+    group_of = [0] * len(loose)
+    for gi in range(n_items):
+        for i in g.members[gi]:
+            group_of[i] = gi
+    stopped = _stopped(order, choice.at, g.hulls)
+
+    def lost(gi: int) -> str:
+        d = nexts[gi]
+        if gi == stopped:
+            return f"its next step did not fit in the {left} tokens left"
+        shown, cut = (0.0 if d is None else d * 1000), choice.cut * 1000
+        if shown >= cut * (1 - 1e-9):
+            return f"its next step, worth {shown:.3g} per 1k tokens, came at this window's cut"
+        return f"its next step was worth {shown:.3g} per 1k tokens, under this window's cut of {cut:.3g}"
+
+    def relevance_note(eid: str) -> str:
+        r = rel.get(eid)
+        return f"; relevance {r:.2f}" if r else ""
+
+    compressed = any(level[i] > 0 and i not in fixed for i in range(len(loose)))
+    cut_down = any(level[i] < 0 or (level[i] == 4 and i not in fixed) for i in range(len(loose)))
+    mode = "compact" if cut_down else ("balanced" if compressed or dropped_units else "full")
     placed_sections = []
     for name, title, items in sections:
         placed = []
         for e, i, lvl in items:
-            reason = e.reason
-            if lvl:
-                reason = f"{reason}; {LEVEL_NAMES[lvl]} (L{lvl})"
-                twin = e.repeats or repeated.get(i)
-                if twin and lvl == 4:
-                    reason += f", repeats pinned {twin}"
-            placed.append(Placed(e.id, lvl, _line_tokens(e, 0) if i < 0 else lines[lvl][i], reason))
+            if i < 0:
+                placed.append(Placed(e.id, 0, _line_tokens(e, 0), e.reason, 0.0))
+                continue
+            note = relevance_note(e.id)
+            if i in fixed:
+                reason = f"{e.reason}{note}; index line (L4), repeats pinned {twin[i]}"
+            elif lvl == 0:
+                reason = f"{e.reason}{note}; kept whole"
+            else:
+                reason = f"{e.reason}{note}; {LEVEL_NAMES[lvl]} (L{lvl}): {lost(group_of[i])}"
+            placed.append(Placed(e.id, lvl, lines[i][lvl], reason, round(values[i], 6)))
         section_tokens = header_tokens[name] + sum(x.tokens for x in placed)
         placed_sections.append(SectionOut(name, title, section_tokens, tuple(placed)))
+    omitted = tuple(
+        sorted(
+            (e.id, f"dropped: over budget ({e.section}){relevance_note(e.id)}; {lost(group_of[i])}")
+            for i, e in enumerate(loose)
+            if level[i] < 0
+        )
+    )
     prefix = "".join(prefix_blocks)
     prefix_tokens = (count(prefix) if count_blocks is None else count_blocks(prefix_blocks)) if prefix else 0
     unit_msgs = tuple(sorted(idx for i in kept for idx in units[i].indexes))
@@ -515,125 +413,115 @@ def assemble_prepared(
         prefix=prefix,
         prefix_tokens=prefix_tokens,
         prefix_hash="sha256:" + hashlib.sha256(prefix.encode()).hexdigest(),
+        cut=round(choice.cut * 1000, 6),
     )
 
 
-def _steps(
+def _groups(
     p: Prepared,
-    run: _Run,
-    units: Sequence[Unit],
-    relevance: Sequence[float] | None,
-    repeated: Mapping[int, str],
-    target: list[int],
-    header_tokens: Mapping[str, int],
-    pinned_sections: frozenset[str],
-) -> Iterator[bool]:
-    """The pressure steps in order (module docstring). A step is applied and, once the estimate fits the
-    current target, the generator pauses; it resumes where it stopped if the target is lowered."""
-    droppable = sorted((i for i, u in enumerate(units) if u.droppable), key=lambda i: units[i].order)
-    lines, members = p.lines, p.members
-    # Groups whose members all start at L4 have nothing to raise.
-    nonrepeat = list(p.nonrepeat)
-    adjust: list[dict[int, int]] = [{} for _ in range(5)]
-    for i in repeated:
-        g = p.group_of[i]
-        nonrepeat[g] -= 1
-        for lvl in range(1, 5):
-            adjust[lvl][g] = adjust[lvl].get(g, 0) + lines[lvl - 1][i] - lines[lvl][i]
-    raisable = sum(1 for n in nonrepeat if n)
-    order: list[int] | None = None
-    applied = False  # a step was applied since the last pause
+    loose: Sequence[Element],
+    lines: Sequence[tuple[int, ...]],
+    shares: Sequence[tuple[float, ...]],
+    values: Sequence[float],
+    fixed: set[int],
+    n0: int,
+) -> _Groups:
+    """Per group (related items, else one element): its members, hull and value for this request. An
+    element that repeats pinned text offers only its index line; a group's levels move its members
+    together (members that repeat stay at L4), each level worth the members' values at it."""
+    members = [*p.members, *((i,) for i in range(n0, len(loose)))]
+    hulls: list[tuple[Point, ...]] = []
+    out_values: list[float] = []
+    sections: list[frozenset[str]] = []
+    for m in members:
+        sections.append(frozenset(loose[i].section for i in m))
+        if len(m) == 1:
+            i = m[0]
+            if i in fixed:
+                hulls.append(hull([Point(lines[i][4], shares[i][4], 4)]))
+            elif i < n0:
+                hulls.append(p.hulls[i])
+            else:
+                hulls.append(hull(_points(lines[i], shares[i])))
+            out_values.append(values[i])
+            continue
+        total = sum(values[i] for i in m)
+        weight = {i: (values[i] / total if total > 0 else 1 / len(m)) for i in m}
+        points = []
+        for lvl in range(5):
+            at = {i: 4 if i in fixed else lvl for i in m}
+            points.append(Point(sum(lines[i][at[i]] for i in m), sum(weight[i] * shares[i][at[i]] for i in m), lvl))
+        hulls.append(hull(points))
+        out_values.append(total)
+    return _Groups(members, hulls, out_values, sections)
 
-    for i in droppable:
-        if units[i].kind == "old-turn":
-            run.stage = max(run.stage, 1)
-            run.dropped_units.add(i)
-            run.total -= units[i].tokens
-            applied = True
-            if run.total <= target[0]:
-                applied = False
-                yield True
-    for lvl in (1, 2, 3, 4):
-        if lvl == 4:
-            for i in droppable:
-                if units[i].kind == "exchange":
-                    run.stage = max(run.stage, 3)
-                    run.dropped_units.add(i)
-                    run.total -= units[i].tokens
-                    applied = True
-                    if run.total <= target[0]:
-                        applied = False
-                        yield True
-        if not raisable:
+
+def _headers(
+    sections: Sequence[frozenset[str]], header_tokens: Mapping[str, int], pinned_sections: frozenset[str]
+) -> dict[str, Callable[[int], Any]]:
+    """What a group costs in headings when it first enters the window (its sections not shown yet), and
+    the bookkeeping when it does."""
+    visible = set(pinned_sections)
+
+    def entry_cost(gi: int) -> int:
+        return sum(header_tokens[s] for s in sections[gi] if s not in visible)
+
+    def entered(gi: int) -> None:
+        visible.update(sections[gi])
+
+    return {"entry_cost": entry_cost, "entered": entered}
+
+
+def _history_chains(units: Sequence[Unit], model: ValueModel) -> list[tuple[tuple[int, ...], tuple[Point, ...], float]]:
+    """The droppable history as two chains (DESIGN §3.6 step 6): old user turns and older exchanges of the
+    current turn, each kept newest first, so they are dropped oldest first. Level k of a chain keeps its k
+    newest units; the j-th newest is worth ``value · decay^j``."""
+    chains = []
+    for kind, worth in (("old-turn", model.history_turn_value), ("exchange", model.history_exchange_value)):
+        newest_first = tuple(
+            sorted(
+                (i for i, u in enumerate(units) if u.droppable and u.kind == kind),
+                key=lambda i: units[i].order,
+                reverse=True,
+            )
+        )
+        if not newest_first:
             continue
-        stage = 2 if lvl < 4 else 4
-        saving = p.round_saving[lvl] - sum(adjust[lvl].values())
-        if run.total - saving > target[0]:
-            # Even all of this round would not reach the target: apply it at once, as one step.
-            run.stage = max(run.stage, stage)
-            run.total -= saving
-            run.level = [lvl] * len(run.level)
-            for i in p.repeating:
-                run.level[i] = 4
-            for i in repeated:
-                run.level[i] = 4
-            applied = True
-            if run.total <= target[0]:
-                applied = False
-                yield True
-            continue
-        if order is None:
-            order = p.order(relevance)
-        saving_of, adjust_of, level = p.saving[lvl], adjust[lvl], run.level
-        for g in order:
-            if not nonrepeat[g]:
-                continue
-            run.stage = max(run.stage, stage)
-            run.total -= saving_of[g] - adjust_of.get(g, 0)
-            for i in members[g]:
-                if level[i] < lvl:
-                    level[i] = lvl
-            applied = True
-            if run.total <= target[0]:
-                applied = False
-                yield True
-    if order is None:
-        order = p.order(relevance)
-    level, visible, dropped = run.level, run.visible, run.dropped
-    for g in order:
-        run.stage = 5
-        for i in members[g]:
-            if dropped[i]:
-                continue
-            dropped[i] = 1
-            run.total -= lines[level[i]][i]
-            section = p.sections[i]
-            visible[section] -= 1
-            if visible[section] == 0 and section not in pinned_sections:
-                run.total -= header_tokens[section]
-        applied = True
-        if run.total <= target[0]:
-            applied = False
-            yield True
-    if applied:
-        yield True  # the caller counts the steps applied since the last pause as progress
+        unit_values = [worth * model.history_decay**j for j in range(len(newest_first))]
+        total = sum(unit_values)
+        points, cost, share = [], 0, 0.0
+        for k, i in enumerate(newest_first, start=1):
+            cost += units[i].tokens
+            share += unit_values[k - 1] / total
+            points.append(Point(cost, share, k))
+        chains.append((newest_first, hull(points), total))
+    return chains
+
+
+def _stopped(order: Sequence[tuple[float, int, int]], at: Sequence[int], hulls: Sequence[Sequence[Point]]) -> int:
+    """The group whose step ended the selection (-1 if every step was taken)."""
+    for _, e, k in order:
+        if at[e] < k:
+            return e
+    return -1
 
 
 def _render(
-    p: Prepared, run: _Run, extra: Sequence[Element]
+    p: Prepared, loose: Sequence[Element], n0: int, level: Sequence[int], extra: Sequence[Element]
 ) -> tuple[list[str], list[tuple[str, str, list[tuple[Element, int, int]]]], list[str]]:
-    level, dropped = run.level, run.dropped
-    extra_in: dict[str, list[Element]] = {}
+    add: dict[str, list[tuple[Element, int]]] = {}
     for e in extra:
-        extra_in.setdefault(e.section, []).append(e)
+        add.setdefault(e.section, []).append((e, -1))
+    for i in range(n0, len(loose)):
+        add.setdefault(loose[i].section, []).append((loose[i], i))
     blocks: list[str] = []
     prefix_blocks: list[str] = []
     sections: list[tuple[str, str, list[tuple[Element, int, int]]]] = []
     for name, title in SECTIONS:
         entries = p.render.get(name, ())
-        members = [(e, i) for e, i in entries if i < 0 or not dropped[i]]
-        if name in extra_in or name in p.unsorted:
-            members += [(e, -1) for e in extra_in.get(name, ())]
+        members = [(e, i) for e, i in entries if i < 0 or level[i] >= 0]
+        if name in add or name in p.unsorted:
+            members += [(e, i) for e, i in add.get(name, ()) if i < 0 or level[i] >= 0]
             members.sort(key=lambda entry: _render_key(entry[0]))
         if not members:
             continue

@@ -9,6 +9,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from scoring.window_policy import SECTION_WEIGHTS, ValueModel
+
 # Default lifetimes (seconds). A tool result describes the world at one moment and goes stale within
 # minutes; a step/stage is over within hours; preferences, rules and facts have no built-in end.
 DEFAULT_TYPE_TTL: dict[str, int] = {"tool_result": 30 * 60}
@@ -45,6 +47,46 @@ class FourCSettings(BaseModel):
         if total > 100:
             raise ValueError(f"the four maxima must add up to at most 100 (got {total})")
         return self
+
+
+class WindowValueSettings(BaseModel):
+    """The window's value model (scoring/window_policy.py documents each number and why it has its shape).
+    Set one with e.g. ``CTXMEM_WINDOW_VALUE__RELEVANCE_FLOOR=0.2`` or
+    ``CTXMEM_WINDOW_VALUE__SECTION_WEIGHTS='{"background": 0.5}'`` (named sections only; the rest keep
+    their defaults)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    section_weights: dict[str, float] = Field(default_factory=dict)
+    relevance_floor: float = Field(0.02, gt=0, le=1)
+    relevance_sharpness: float = Field(2.0, ge=0, le=50)
+    length_exponent: float = Field(1.0, ge=0, le=2)
+    length_reference_tokens: int = Field(32, ge=1)
+    merit_base: float = Field(0.4, gt=0)
+    w_authority: float = Field(0.3, ge=0)
+    w_confidence: float = Field(0.15, ge=0)
+    w_freshness: float = Field(0.15, ge=0)
+    freshness_half_life_days: float = Field(30.0, gt=0)
+    extractive_exponent: float = Field(0.8, gt=0, le=4)
+    key_fields_exponent: float = Field(0.9, gt=0, le=4)
+    index_share: float = Field(0.05, gt=0, le=1)
+    history_turn_value: float = Field(0.5, gt=0)
+    history_exchange_value: float = Field(1.0, gt=0)
+    history_decay: float = Field(0.85, gt=0, le=1)
+
+    @field_validator("section_weights")
+    @classmethod
+    def _known_sections(cls, value: dict[str, float]) -> dict[str, float]:
+        for name, weight in value.items():
+            if name not in SECTION_WEIGHTS:
+                raise ValueError(f"unknown window section {name!r}; known: {', '.join(SECTION_WEIGHTS)}")
+            if not weight > 0:
+                raise ValueError(f"the weight of section {name!r} must be > 0")
+        return value
+
+    def model(self) -> ValueModel:
+        fields = self.model_dump(exclude={"section_weights"})
+        return ValueModel(section_weights={**SECTION_WEIGHTS, **self.section_weights}, **fields)
 
 
 class Settings(BaseSettings):
@@ -153,6 +195,11 @@ class Settings(BaseSettings):
     # and by the item and profile rows they hold, about 3.5 KB of memory each; 0 turns it off.
     window_cache_entries: int = Field(1_000, ge=0)
     window_cache_rows: int = Field(10_000, ge=0)
+    # A window's candidates: the standing context (pinned types, this session's / task's items, the
+    # profile), the items retrieved for the query (recall_candidates per ranking), and the user's newest
+    # window_recent_items other items; the rest are counted as "not retrieved".
+    window_recent_items: int = Field(50, ge=0, le=10_000)
+    window_value: WindowValueSettings = Field(default_factory=WindowValueSettings)
 
     log_level: Literal["debug", "info", "warning", "error"] = "info"
 

@@ -14,6 +14,8 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql as pg
 from sqlmodel import Field, SQLModel
 
+from scoring.window_policy import STANDING_STATUSES, STANDING_TYPES
+
 NAMING_CONVENTION = {
     "ix": "ix_%(table_name)s_%(column_0_N_name)s",
     "uq": "uq_%(table_name)s_%(column_0_N_name)s",
@@ -52,6 +54,16 @@ SCOPES = ("step", "stage", "task", "session", "user", "global")
 KINDS = ("fact", "opinion")
 ITEM_STATUSES = ("available", "verified", "missing", "superseded", "expired", "deleted")
 ROLES = ("agent", "operator", "admin")
+# Statuses of an item that is in force (windows, retrieval, expiry).
+ACTIVE_STATUSES = ("available", "verified", "missing")
+# A window's standing candidates (scoring.window_policy.STANDING_TYPES / STANDING_STATUSES): the user's
+# and global items that are or may be pinned, and the items of a narrower scope than the user's. Both are
+# partial-index predicates, so the window's SQL repeats them word for word.
+STANDING_ITEM = (
+    f"{_in('status', ACTIVE_STATUSES)} AND scope IN ('user', 'global')"
+    f" AND ({_in('type', STANDING_TYPES)} OR {_in('status', STANDING_STATUSES)})"
+)
+SCOPED_ITEM = f"{_in('status', ACTIVE_STATUSES)} AND scope NOT IN ('user', 'global')"
 
 
 class Tenant(SQLModel, table=True):
@@ -110,8 +122,12 @@ class ContextItem(SQLModel, table=True):
         sa.CheckConstraint("token_cost >= 0", name="token_cost"),
         # The window's read pattern: one user's live items of some scopes.
         sa.Index("ix_context_item_window", "tenant_id", "user_id", "status", "scope"),
-        # Listing and cursor pagination for one user.
+        # Listing and cursor pagination for one user; a window's newest items.
         sa.Index("ix_context_item_user_id_order", "tenant_id", "user_id", "id"),
+        # A window's standing candidates (service/windows/repository.py): the user's pinned kinds of item,
+        # and the items of a session, task, stage or step.
+        sa.Index("ix_context_item_standing", "tenant_id", "user_id", postgresql_where=sa.text(STANDING_ITEM)),
+        sa.Index("ix_context_item_scoped", "tenant_id", "user_id", "scope_ref", postgresql_where=sa.text(SCOPED_ITEM)),
         # Expiry sweeps and the retention purge (scheduled jobs).
         sa.Index(
             "ix_context_item_expiry",

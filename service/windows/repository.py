@@ -10,6 +10,7 @@ import asyncpg
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from service.db.engine import driver_connection
+from service.db.models import SCOPED_ITEM, STANDING_ITEM
 
 
 class Row(asyncpg.Record):
@@ -35,33 +36,53 @@ class Row(asyncpg.Record):
 # row's xmin from the table (~0.5 ms for 1,200 rows); bit_xor needs PostgreSQL 14. A transaction id is
 # reused only after 2^32 transactions, and then only an unchanged count and a 64-bit hash collision
 # would hide a change.
-_ITEMS_WHERE = """
-WHERE tenant_id = $1 AND user_id = $2 AND status IN ('available', 'verified', 'missing')
+_ACTIVE = "status IN ('available', 'verified', 'missing')"
+_ITEMS_WHERE = f"""
+WHERE tenant_id = $1 AND user_id = $2 AND {_ACTIVE}
   AND (scope IN ('user', 'global')
        OR (scope = 'session' AND scope_ref = $3) OR (scope = 'task' AND scope_ref = $4)
        OR (scope = 'stage' AND scope_ref = $5) OR (scope = 'step' AND scope_ref = $6))
   AND ($7::text[] IS NULL OR domain IS NULL OR domain = ANY($7::text[]))
 """
+# The window's rows: the standing candidates of every window — the user's (and global) items of the types
+# and statuses that are or may be pinned (ix_context_item_standing), and everything of this session, task,
+# stage or step (ix_context_item_scoped) — and the newest $8 other applicable items
+# (ix_context_item_user_id_order, read backwards). Both partial indexes have these very predicates
+# (service.db.models builds them from scoring.window_policy), so a user's thousands of episodes and facts
+# are never scanned; everything else reaches a window only through retrieval (``retrieved_items``).
 _VERSION = "uuid_hash_extended(id, xmin::text::bigint)"
-_ITEMS_SQL = f"""
-SELECT id, type, content, key, domain, source, authority, scope, scope_ref, session_id, task_id, stage_id,
+_COLUMNS = """id, type, content, key, domain, source, authority, scope, scope_ref, session_id, task_id, stage_id,
        step_id, hard, status, confidence, observed_at, expires_at, updated_at, token_cost, level_texts,
-       level_tokens, related_ids, {_VERSION} AS version
-FROM context_item {_ITEMS_WHERE}
-ORDER BY id
+       level_tokens, related_ids"""
+_DOMAINS = "($7::text[] IS NULL OR domain IS NULL OR domain = ANY($7::text[]))"
+_ROWS = f"""
+(SELECT {{cols}} FROM context_item
+ WHERE tenant_id = $1 AND user_id = $2 AND {STANDING_ITEM} AND {_DOMAINS})
+UNION ALL
+(SELECT {{cols}} FROM context_item
+ WHERE tenant_id = $1 AND user_id = $2 AND {SCOPED_ITEM} AND scope_ref IN ($3, $4, $5, $6)
+   AND ((scope = 'session' AND scope_ref = $3) OR (scope = 'task' AND scope_ref = $4)
+        OR (scope = 'stage' AND scope_ref = $5) OR (scope = 'step' AND scope_ref = $6)) AND {_DOMAINS})
+UNION ALL
+(SELECT {{cols}} FROM context_item
+ WHERE tenant_id = $1 AND user_id = $2 AND {_ACTIVE} AND scope IN ('user', 'global') AND NOT ({STANDING_ITEM})
+   AND {_DOMAINS}
+ ORDER BY id DESC LIMIT $8)
 """
-# Items outside the window's scopes that relevance recalls, re-checked here: active, unexpired, in the
-# request's domains. Whatever the index still holds of a superseded or deleted item stops here. The ids
-# come best first; the first $6 that pass are returned, in that order.
-_RECALLED_SQL = """
-SELECT id, type, content, key, domain, source, authority, scope, scope_ref, session_id, task_id, stage_id,
-       step_id, hard, status, confidence, observed_at, expires_at, updated_at, token_cost, level_texts,
-       level_tokens, related_ids
+_ITEMS_SQL = f"SELECT * FROM ({_ROWS.format(cols=_COLUMNS + ', ' + _VERSION + ' AS version')}) AS w ORDER BY id"
+_APPLICABLE_COUNT_SQL = f"SELECT count(*) FROM context_item {_ITEMS_WHERE}"
+# Items retrieved for a query that the window's rows do not hold, re-checked here: active, unexpired, in the
+# request's domains; ``applicable`` says whether they apply to this window's scopes (else they can only be
+# recalled). Whatever the index still holds of a superseded or deleted item stops here. Best first.
+_RETRIEVED_SQL = f"""
+SELECT {_COLUMNS},
+       (scope IN ('user', 'global')
+        OR (scope = 'session' AND scope_ref = $6) OR (scope = 'task' AND scope_ref = $7)
+        OR (scope = 'stage' AND scope_ref = $8) OR (scope = 'step' AND scope_ref = $9)) AS applicable
 FROM context_item
-WHERE tenant_id = $1 AND user_id = $2 AND id = ANY($3::uuid[]) AND status IN ('available', 'verified', 'missing')
+WHERE tenant_id = $1 AND user_id = $2 AND id = ANY($3::uuid[]) AND {_ACTIVE}
   AND (expires_at IS NULL OR expires_at > $4) AND ($5::text[] IS NULL OR domain IS NULL OR domain = ANY($5::text[]))
 ORDER BY array_position($3::uuid[], id)
-LIMIT $6
 """
 _JSON_SQL = "SELECT id, value, variants FROM context_item WHERE tenant_id = $1 AND id = ANY($2::uuid[])"
 _ENTRIES_SQL = f"""
@@ -75,7 +96,8 @@ FROM profile_entry WHERE tenant_id = $1 AND user_id = $2 ORDER BY id
 _VERSION_SQL = f"""
 SELECT i.n AS items, i.x AS items_version, e.n AS entries, e.x AS entries_version,
        pg_current_xact_id_if_assigned() IS NULL AS clean
-FROM (SELECT count(*) AS n, coalesce(bit_xor({_VERSION}), 0) AS x FROM context_item {_ITEMS_WHERE}) AS i,
+FROM (SELECT count(*) AS n, coalesce(bit_xor(version), 0) AS x
+      FROM ({_ROWS.format(cols=_VERSION + " AS version, id")}) AS w) AS i,
      (SELECT count(*) AS n, coalesce(bit_xor({_VERSION}), 0) AS x
       FROM profile_entry WHERE tenant_id = $1 AND user_id = $2) AS e
 """
@@ -88,29 +110,47 @@ async def window_items(
     user_id: str,
     refs: dict[str, str | None],
     domains: Sequence[str] | None,
-) -> list[Any]:
-    """Active items (expired ones too: the service reports stale tool results) of the user and global
-    scopes and of the given session/task/stage/step instances, in the given domains or none."""
+    recent: int,
+) -> tuple[list[Any], int]:
+    """The window's rows, in id order: the standing ones and the ``recent`` newest other applicable ones
+    (active; expired ones too: the service reports stale tool results), of the user and global scopes and
+    of the given session/task/stage/step instances, in the given domains or none; and how many active items
+    apply to this selection in all."""
     driver = await driver_connection(session)
-    rows = await driver.fetch(_ITEMS_SQL, *_item_args(tenant_id, user_id, refs, domains), record_class=Row)
-    return await _with_levels(driver, tenant_id, rows)
+    args = _item_args(tenant_id, user_id, refs, domains)
+    rows = await driver.fetch(_ITEMS_SQL, *args, recent, record_class=Row)
+    applicable = await driver.fetchval(_APPLICABLE_COUNT_SQL, *args)
+    return await _with_levels(driver, tenant_id, rows), int(applicable)
 
 
-async def recalled_items(
+async def retrieved_items(
     session: AsyncSession,
     *,
     tenant_id: str,
     user_id: str,
     ids: Sequence[str],
+    refs: dict[str, str | None],
     domains: Sequence[str] | None,
     now: Any,
-    limit: int,
 ) -> list[Any]:
-    """The first ``limit`` of the given items (best first) that are active and unexpired now and in
-    ``domains``, in the given order."""
+    """The given items (best first) that are active and unexpired now and in ``domains``, in the given
+    order, each with ``applicable``: whether it applies to the given scope instances."""
+    if not ids:
+        return []
     driver = await driver_connection(session)
+    _, _, session_ref, task_ref, stage_ref, step_ref, _ = _item_args(tenant_id, user_id, refs, domains)
     rows = await driver.fetch(
-        _RECALLED_SQL, tenant_id, user_id, list(ids), now, list(domains) if domains else None, limit, record_class=Row
+        _RETRIEVED_SQL,
+        tenant_id,
+        user_id,
+        list(ids),
+        now,
+        list(domains) if domains else None,
+        session_ref,
+        task_ref,
+        stage_ref,
+        step_ref,
+        record_class=Row,
     )
     return await _with_levels(driver, tenant_id, rows)
 
@@ -166,11 +206,12 @@ async def window_version(
     user_id: str,
     refs: dict[str, str | None],
     domains: Sequence[str] | None,
+    recent: int,
 ) -> tuple[tuple[int, int, int, int], bool]:
     """What the window's rows are now: (items, their versions, entries, their versions) as
     :func:`version_of` computes them from fetched rows, and whether this transaction has written nothing."""
     driver = await driver_connection(session)
-    r = await driver.fetchrow(_VERSION_SQL, *_item_args(tenant_id, user_id, refs, domains))
+    r = await driver.fetchrow(_VERSION_SQL, *_item_args(tenant_id, user_id, refs, domains), recent)
     return (r["items"], r["items_version"], r["entries"], r["entries_version"]), r["clean"]
 
 

@@ -19,7 +19,8 @@ from scoring import history
 from scoring.conflicts import normalize_value
 from scoring.scopes import ScopeContext
 from scoring.window import BudgetTooSmall as TooSmall
-from scoring.window import Element, assemble_prepared
+from scoring.window import Element, assemble_prepared, pinned_element
+from scoring.window_policy import ValueModel
 from service.auth.service import Permission
 from service.context import RequestContext
 from service.errors import ServiceError, ValidationFailed
@@ -28,7 +29,7 @@ from service.settings import Settings
 from service.tokenizer import Tokenizer
 from service.windows import recall, repository
 from service.windows.cache import CACHE
-from service.windows.state import Ranked, UserState, Variant, fixed, recalled_elements
+from service.windows.state import UserState, retrieved_elements
 
 
 class BudgetTooSmallError(ServiceError):
@@ -86,6 +87,17 @@ def cached_counter(tokenizer: Tokenizer) -> TokenCounter:
     return _COUNTERS[tokenizer]
 
 
+_MODELS: dict[str, ValueModel] = {}
+
+
+def value_model(settings: Settings) -> ValueModel:
+    """The window's value model from the settings, built once per distinct configuration."""
+    key = settings.window_value.model_dump_json()
+    if key not in _MODELS:
+        _MODELS[key] = settings.window_value.model()
+    return _MODELS[key]
+
+
 def budget_of(req: WindowRequest, settings: Settings) -> int:
     if req.max_tokens is not None:
         return req.max_tokens
@@ -117,12 +129,12 @@ async def build_window(ctx: RequestContext, user_id: str, req: WindowRequest) ->
     variant = state.variant(pin_goal=req.goal is None, pin_plan=req.plan is None)
     extra: list[Element] = []
     if req.goal:
-        extra.append(fixed("request:goal", "goal", req.goal, "pinned: goal of this request", count))
+        extra.append(pinned_element("request:goal", "goal", req.goal, "pinned: goal of this request", count))
     if req.plan:
-        extra.append(fixed("request:plan", "plan", req.plan, "pinned: plan of this request", count))
-    extra.append(fixed("request:input", "input", req.input, "pinned: latest input", count, verbatim=True))
+        extra.append(pinned_element("request:plan", "plan", req.plan, "pinned: plan of this request", count))
+    extra.append(pinned_element("request:input", "input", req.input, "pinned: latest input", count, verbatim=True))
 
-    # An item repeating pinned text (the request's, then pinned items', first claim wins) goes straight to L4.
+    # An item repeating pinned text (the request's, then pinned items', first claim wins) is an index line.
     pinned_norm: dict[str, str] = {}
     for e in extra:
         pinned_norm.setdefault(normalize_value(None, e.texts[0]), e.id)
@@ -130,11 +142,12 @@ async def build_window(ctx: RequestContext, user_id: str, req: WindowRequest) ->
         pinned_norm.setdefault(norm, eid)
     longest_pinned = 2 * max(max(len(e.texts[0]) for e in extra), variant.longest_pinned) + 16
     repeats = variant.repeats(pinned_norm, longest_pinned)
-    found, ranked = await _retrieve(ctx, user_id, req, state, variant, count)
+    found, retrieved, left_out, applicable = await _retrieve(ctx, user_id, req, state, count)
     outcome = assemble_prepared(
-        ranked.prepared,
+        variant.prepared,
         extra=extra,
-        relevance=ranked.merit(found.scores, ctx.now),
+        loose_extra=retrieved,
+        relevance=found.scores,
         repeats=repeats,
         units=units,
         budget=budget,
@@ -148,21 +161,16 @@ async def build_window(ctx: RequestContext, user_id: str, req: WindowRequest) ->
             required=outcome.required,
             budget=outcome.budget,
         )
+    # The user's items that apply here but were neither standing, among the newest, nor retrieved.
+    not_retrieved = max(0, state.applicable - len(state.known) - applicable)
 
     archived_id = None
     dropped_idx = sorted(set(range(len(raw_messages))) - set(outcome.kept_messages))
     if req.archive_dropped and dropped_idx:
         archived_id = await _archive(ctx, user_id, req, [raw_messages[i] for i in dropped_idx])
 
-    # Reasons name the relevance that ordered the giving way (items only; 1.00 = the best match).
-    scores = found.scores
-
-    def why(eid: str, reason: str) -> str:
-        score = scores.get(eid)
-        return reason if score is None else f"{reason}; relevance {score:.2f}"
-
-    omitted = [{"id": i, "reason": r} for i, r in state.omitted] + [
-        {"id": i, "reason": why(i, r)} for i, r in outcome.omitted
+    omitted = [{"id": i, "reason": r} for i, r in (*state.omitted, *left_out)] + [
+        {"id": i, "reason": r} for i, r in outcome.omitted
     ]
     # Plain data, serialised once by the endpoint: the hot path skips model validation of ~1,000 items.
     # Its shape is WindowResponse (tests validate responses against it).
@@ -172,7 +180,8 @@ async def build_window(ctx: RequestContext, user_id: str, req: WindowRequest) ->
             "title": s.title,
             "tokens": s.tokens,
             "items": [
-                {"id": p.id, "level": p.level, "tokens": p.tokens, "reason": why(p.id, p.reason)} for p in s.items
+                {"id": p.id, "level": p.level, "tokens": p.tokens, "reason": p.reason, "value": p.value}
+                for p in s.items
             ],
         }
         for s in outcome.sections
@@ -197,16 +206,19 @@ async def build_window(ctx: RequestContext, user_id: str, req: WindowRequest) ->
         "prefix_hash": outcome.prefix_hash,
         "state_version": state.state_version,
         "archived_item_id": archived_id,
+        "cut": outcome.cut,
+        "not_retrieved": not_retrieved,
     }
 
 
 async def _retrieve(
-    ctx: RequestContext, user_id: str, req: WindowRequest, state: UserState, variant: Variant, count: TokenCounter
-) -> tuple[recall.Relevance, Ranked]:
+    ctx: RequestContext, user_id: str, req: WindowRequest, state: UserState, count: TokenCounter
+) -> tuple[recall.Relevance, list[Element], list[tuple[str, str]], int]:
     """Retrieve (DESIGN §3.6 step 1): the relevance of the user's items to the query (hybrid: PostgreSQL
-    full-text search and the vector index), and the prepared elements with the most relevant items from
-    outside this window's scopes added as recalled background — the best few that PostgreSQL confirms
-    (active, unexpired, in the request's domains)."""
+    full-text search and the vector index), and the retrieved items the standing rows do not hold —
+    confirmed by PostgreSQL (active, unexpired, in the request's domains) — as elements: those that apply
+    here in their own sections, the best few from outside this window's scopes as recalled background.
+    Also what was left out of them and how many apply here."""
     settings = ctx.settings
     found = await recall.relevance(
         ctx.session,
@@ -218,41 +230,51 @@ async def _retrieve(
         now=ctx.now,
     )
     others = sorted((i for i in found.scores if i not in state.known), key=lambda i: (-found.scores[i], i))
-    if not settings.recall_limit or not others:
-        return found, variant.ranked()
-    rows = await repository.recalled_items(
+    if not others:
+        return found, [], [], 0
+    rows = await repository.retrieved_items(
         ctx.session,
         tenant_id=ctx.principal.tenant_id,
         user_id=user_id,
         ids=others,
+        refs=_refs(req),
         domains=sorted(set(req.domains)) if req.domains else None,
         now=ctx.now,
-        limit=settings.recall_limit,
     )
-    return found, variant.ranked(*recalled_elements(rows, user_id, count))
+    elements, left_out, applicable = retrieved_elements(
+        rows, state, user_id=user_id, count=count, recall_limit=settings.recall_limit
+    )
+    return found, elements, left_out, applicable
+
+
+def _refs(req: WindowRequest) -> dict[str, str | None]:
+    return {"session": req.session_id, "task": req.task_id, "stage": req.stage_id, "step": req.step_id}
 
 
 async def _user_state(ctx: RequestContext, user_id: str, req: WindowRequest, count: Callable[[str], int]) -> UserState:
     """The row-derived part of the window: from the cache when ``window_version`` confirms it, else built
     from a fresh fetch (and cached, unless this transaction has written: see repository)."""
     settings, tenant_id = ctx.settings, ctx.principal.tenant_id
-    refs = {"session": req.session_id, "task": req.task_id, "stage": req.stage_id, "step": req.step_id}
+    refs = _refs(req)
+    recent = settings.window_recent_items
     domains = sorted(set(req.domains)) if req.domains else None
     use_cache = settings.window_cache_entries > 0 and settings.window_cache_rows > 0
     # What selects the rows and what turns them into elements (the tokenizer counts profile lines).
     selection = (req.session_id, req.task_id, req.stage_id, req.step_id, tuple(domains) if domains else None)
-    key = (tenant_id, user_id, *selection, ctx.tokenizer.name)
+    key = (tenant_id, user_id, *selection, ctx.tokenizer.name, recent, id(value_model(settings)))
     clean = False
     if use_cache:
         version, clean = await repository.window_version(
-            ctx.session, tenant_id=tenant_id, user_id=user_id, refs=refs, domains=domains
+            ctx.session, tenant_id=tenant_id, user_id=user_id, refs=refs, domains=domains, recent=recent
         )
         if clean:
             cached = CACHE.get(key, version, ctx.now)
             if cached is not None:
                 assert isinstance(cached, UserState)
                 return cached
-    rows = await repository.window_items(ctx.session, tenant_id=tenant_id, user_id=user_id, refs=refs, domains=domains)
+    rows, applicable = await repository.window_items(
+        ctx.session, tenant_id=tenant_id, user_id=user_id, refs=refs, domains=domains, recent=recent
+    )
     entry_rows = await repository.window_entries(ctx.session, tenant_id=tenant_id, user_id=user_id)
     state = UserState(
         rows,
@@ -263,6 +285,8 @@ async def _user_state(ctx: RequestContext, user_id: str, req: WindowRequest, cou
         scope=ScopeContext(session_id=req.session_id, task_id=req.task_id, stage_id=req.stage_id, step_id=req.step_id),
         domains=domains,
         count=count,
+        model=value_model(settings),
+        applicable=applicable,
     )
     if clean:
         CACHE.put(key, state, max_entries=settings.window_cache_entries, max_rows=settings.window_cache_rows)

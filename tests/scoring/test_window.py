@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -34,9 +33,10 @@ def el(
     importance: int = 0,
     group: str | None = None,
     repeats: str | None = None,
+    tokens_of: Callable[[str], int] = count,
 ) -> Element:
     levels = (text, text[: max(1, len(text) // 2)], text[: max(1, len(text) // 5)], text[:40], f"[ctx {eid}]")
-    tokens = tuple(count(t) for t in levels)
+    tokens = tuple(tokens_of(t) for t in levels)
     return Element(
         eid,
         section,
@@ -44,7 +44,7 @@ def el(
         tokens,
         pinned=pinned,
         reason="pinned" if pinned else section,
-        importance=(importance,),
+        value=1.0 + importance,
         order=(T0 + timedelta(minutes=importance), eid),
         group=group,
         repeats=repeats,
@@ -101,13 +101,27 @@ def scenarios(draw: st.DrawFn) -> tuple[list[Element], list[dict[str, Any]], int
 
 
 def run(
-    elements: list[Element], messages: list[dict[str, Any]], budget: int, tools: int = 0
+    elements: list[Element],
+    messages: list[dict[str, Any]],
+    budget: int,
+    tools: int = 0,
+    relevance: dict[str, float] | None = None,
+    counter: Callable[[str], int] = count,
 ) -> WindowOut | BudgetTooSmall:
     history.validate(messages)
-    tokens = [history.message_tokens(m, count) for m in messages]
+    tokens = [history.message_tokens(m, counter) for m in messages]
     return assemble(
-        elements=elements, units=history.units(messages, tokens), budget=budget, tools_tokens=tools, count=count
+        elements=elements,
+        units=history.units(messages, tokens),
+        budget=budget,
+        tools_tokens=tools,
+        count=counter,
+        relevance=relevance,
     )
+
+
+def levels_of(out: WindowOut) -> dict[str, int]:
+    return {p.id: p.level for s in out.sections for p in s.items}
 
 
 @settings(max_examples=300, deadline=None)
@@ -141,27 +155,62 @@ def test_modes_and_levels() -> None:
     loose = [el(f"t{i}", "tool_results", "benchmark " * 60, importance=i) for i in range(5)]
     base = [el("input", "input", "which cache?", pinned=True), el("hc", "constraints", "no Redis Cluster", pinned=True)]
     full = run(base + loose, [], 10_000)
-    assert isinstance(full, WindowOut) and full.mode == "full"
-    levels = {p.id: p.level for s in full.sections for p in s.items}
-    assert all(levels[f"t{i}"] == 0 for i in range(5))
-    balanced = run(base + loose, [], full.used * 2 // 3)
-    assert isinstance(balanced, WindowOut) and balanced.mode == "balanced"
-    levels = {p.id: p.level for s in balanced.sections for p in s.items}
-    assert levels["t0"] >= 1 and levels["t0"] >= levels["t4"]  # lower importance gives way first
+    assert isinstance(full, WindowOut) and full.mode == "full" and full.cut == 0
+    assert all(levels_of(full)[f"t{i}"] == 0 for i in range(5))
+    assert all(p.reason.endswith("kept whole") for s in full.sections for p in s.items if p.id.startswith("t"))
+    squeezed = run(base + loose, [], full.used * 2 // 3)
+    assert isinstance(squeezed, WindowOut) and squeezed.mode in ("balanced", "compact") and squeezed.cut > 0
+    levels = levels_of(squeezed)
+    # the most valuable stay whole; what gives way is the least valuable
+    assert levels["t4"] == 0 and (levels.get("t0", 5) >= levels["t4"])
     compact = run(base + loose, [], 60)
     assert isinstance(compact, WindowOut) and compact.mode == "compact"
-    levels = {p.id: p.level for s in compact.sections for p in s.items}
-    assert levels["t0"] == 4 and all(v >= 3 for k, v in levels.items() if k.startswith("t"))
     assert "no Redis Cluster" in compact.text
-    tiny = run(base + loose, [], 30)
-    assert isinstance(tiny, WindowOut)
-    assert {i for i, _ in tiny.omitted} <= {f"t{i}" for i in range(5)} and tiny.omitted
-    assert all("over budget" in r for _, r in tiny.omitted)
+    assert compact.omitted and all(
+        ("over budget" in r and "cut" in r) or "did not fit" in r for _, r in compact.omitted
+    )
     too_small = run(base + loose, [], 5)
     assert isinstance(too_small, BudgetTooSmall) and too_small.required > 5
 
 
-def test_related_items_share_a_level_and_repeats_compress_hardest() -> None:
+def test_an_irrelevant_item_is_dropped_before_a_relevant_one_is_compressed() -> None:
+    """The replication-lag case: sixty unrelated user-stated notes and one tool fact the query is about."""
+    notes = [
+        el(f"n{i:02d}", "facts", f"Note {i}: the user mentioned gardening, a recipe for soup and spring holidays.")
+        for i in range(60)
+    ]
+    lag = el(
+        "lag",
+        "tool_results",
+        "PostgreSQL replication lag on the orders replica reached 45 seconds during the nightly batch.",
+    )
+    elements = [el("input", "input", "How bad was the orders replica lag?", pinned=True), *notes, lag]
+    out = run(elements, [], 600, relevance={"lag": 1.0})
+    assert isinstance(out, WindowOut)
+    levels = levels_of(out)
+    assert levels["lag"] == 0 and lag.texts[0] in out.text
+    reason = next(p.reason for s in out.sections for p in s.items if p.id == "lag")
+    assert reason == "tool_results; relevance 1.00; kept whole"
+    # what gave way were the unrelated notes: left out or compressed, each saying what it lost to
+    assert any(i.startswith("n") for i, _ in out.omitted) or any(v > 0 for k, v in levels.items() if k != "lag")
+
+
+def test_a_generous_budget_compresses_nothing_relevant() -> None:
+    items = [el(f"r{i}", "background", f"relevant finding number {i} " * (5 + i)) for i in range(8)]
+    items += [el(f"u{i}", "background", f"unrelated chatter {i} " * 12) for i in range(30)]
+    elements = [el("input", "input", "findings?", pinned=True), *items]
+    relevance = {f"r{i}": 1.0 - i / 10 for i in range(8)}
+    whole = sum(e.tokens[0] + 2 for e in elements) + 40
+    for budget in (whole * 2 // 3, whole // 2):
+        out = run(elements, [], budget, relevance=relevance)
+        assert isinstance(out, WindowOut) and out.mode != "full"
+        levels = levels_of(out)
+        assert all(levels[f"r{i}"] == 0 for i in range(8)), levels  # only unrelated items gave way
+    out = run(elements, [], whole)
+    assert isinstance(out, WindowOut) and out.mode == "full"
+
+
+def test_related_items_share_a_level_and_repeats_are_index_lines() -> None:
     items = [
         el("input", "input", "q", pinned=True),
         el("fact", "facts", "The ops team is small.", pinned=True),
@@ -172,12 +221,17 @@ def test_related_items_share_a_level_and_repeats_compress_hardest() -> None:
     ]
     out = run(items, [], 10_000)
     assert isinstance(out, WindowOut)
-    levels = {p.id: p.level for s in out.sections for p in s.items}
-    assert levels["dup"] == 4 and levels["q1"] == 0
-    squeezed = run(items, [], out.used - 40)
-    assert isinstance(squeezed, WindowOut)
-    levels = {p.id: p.level for s in squeezed.sections for p in s.items}
-    assert levels["q1"] == levels["r1"] >= 1
+    levels = levels_of(out)
+    assert levels["dup"] == 4 and levels["q1"] == 0 and out.mode == "full"
+    reason = next(p.reason for s in out.sections for p in s.items if p.id == "dup")
+    assert reason.endswith("index line (L4), repeats pinned fact")
+    for budget in range(out.used - 1, 20, -7):
+        squeezed = run(items, [], budget)
+        if isinstance(squeezed, BudgetTooSmall):
+            break
+        levels = levels_of(squeezed)
+        assert levels.get("q1") == levels.get("r1")  # together, or both left out
+        assert levels.get("dup", 4) == 4
 
 
 def test_sections_are_ordered_and_prefix_is_stable() -> None:
@@ -195,9 +249,11 @@ def test_sections_are_ordered_and_prefix_is_stable() -> None:
     assert a.prefix == b.prefix and a.prefix_hash == b.prefix_hash and a.text != b.text
 
 
-def test_history_drops_old_turns_first_then_old_exchanges() -> None:
+def test_history_drops_old_turns_oldest_first_and_keeps_exchanges_whole() -> None:
     msgs: list[dict[str, Any]] = [
         {"role": "system", "content": "You are helpful."},
+        {"role": "user", "content": "oldest question " * 20},
+        {"role": "assistant", "content": "oldest answer " * 20},
         {"role": "user", "content": "old question " * 20},
         {"role": "assistant", "content": "old answer " * 20},
         {"role": "user", "content": "current question"},
@@ -216,12 +272,18 @@ def test_history_drops_old_turns_first_then_old_exchanges() -> None:
     ]
     items = [el("input", "input", "go on", pinned=True)]
     full = run(items, msgs, 10_000)
-    assert isinstance(full, WindowOut) and full.kept_messages == tuple(range(8))
-    tokens = [history.message_tokens(m, count) for m in msgs]
-    no_old = run(items, msgs, full.used - tokens[1])
-    assert isinstance(no_old, WindowOut) and no_old.kept_messages == (0, 3, 4, 5, 6, 7)
-    minimal = run(items, msgs, full.used - sum(tokens[1:3]) - sum(tokens[4:6]) + 3)
-    assert isinstance(minimal, WindowOut) and minimal.kept_messages == (0, 3, 6, 7)
+    assert isinstance(full, WindowOut) and full.kept_messages == tuple(range(10)) and full.mode == "full"
+    seen = []
+    for budget in range(full.used, 0, -5):
+        out = run(items, msgs, budget)
+        if isinstance(out, BudgetTooSmall):
+            break
+        kept = set(out.kept_messages)
+        assert {0, 5} <= kept  # the system message and the current user message stay
+        assert (6 in kept) == (7 in kept) and (8 in kept) == (9 in kept)  # a call and its result go together
+        assert (1 in kept) <= (3 in kept) and (6 in kept) <= (8 in kept)  # the oldest go first
+        seen.append(out.kept_messages)
+    assert (0, 5) in seen  # everything droppable went before the budget ran out
 
 
 def test_history_validation_names_the_index() -> None:
@@ -243,232 +305,139 @@ def test_history_validation_names_the_index() -> None:
         assert caught.value.index == index
 
 
-# --- The prepared pipeline against a straightforward one -------------------------------------------------
-#
-# ``assemble`` works from precomputed arrays and skips whole rounds at once; the reference below applies the
-# same rules one element and one step at a time, as the module docstring states them. They must agree on
-# every output, byte for byte.
+# --- Properties of the selection -------------------------------------------------------------------------
 
 
-def reference_assemble(
-    elements: list[Element], units: list[history.Unit], budget: int, tools_tokens: int, count: Callable[[str], int]
-) -> WindowOut | BudgetTooSmall:
-    headers = {name: count(f"## {title}\n") + 1 for name, title in W.SECTIONS}
-    line = {e.id: tuple(e.tokens[lvl] + (0 if e.verbatim else W.LINE_OVERHEAD) for lvl in range(5)) for e in elements}
-    pinned = [e for e in elements if e.pinned]
-    loose = [e for e in elements if not e.pinned]
-    fixed_sections = {e.section for e in pinned}
-    pinned_cost = (
-        sum(line[e.id][0] for e in pinned)
-        + sum(headers[s] for s in fixed_sections)
-        + sum(u.tokens for u in units if not u.droppable)
-        + tools_tokens
-    )
-    if pinned_cost > budget:
-        return BudgetTooSmall(required=pinned_cost, budget=budget)
-    level = {e.id: 4 if e.repeats else 0 for e in loose}
-    dropped: dict[str, str] = {}
-    dropped_units: set[int] = set()
-    stage = [0]
-
-    def total() -> int:
-        visible = [e for e in loose if e.id not in dropped]
-        shown = {e.section for e in visible} - fixed_sections
-        kept = sum(u.tokens for i, u in enumerate(units) if u.droppable and i not in dropped_units)
-        return pinned_cost + kept + sum(headers[s] for s in shown) + sum(line[e.id][level[e.id]] for e in visible)
-
-    groups: dict[str, list[Element]] = {}
-    for e in loose:
-        groups.setdefault(e.group or f"\0{e.id}", []).append(e)
-
-    def key(g: list[Element]) -> tuple[Any, ...]:
-        return (-min(W.SECTION_RANK[e.section] for e in g), max(e.importance for e in g), min(e.id for e in g))
-
-    first = sorted((g for g in groups.values() if all(e.section in W.GIVE_WAY_FIRST for e in g)), key=key)
-    later = sorted((g for g in groups.values() if not all(e.section in W.GIVE_WAY_FIRST for e in g)), key=key)
-    ordered = [*first, *later]
-    droppable = sorted((i for i, u in enumerate(units) if u.droppable), key=lambda i: units[i].order)
-    target = [budget]
-
-    def steps() -> Iterator[None]:
-        for i in (i for i in droppable if units[i].kind == "old-turn"):
-            stage[0] = max(stage[0], 1)
-            dropped_units.add(i)
-            yield
-        for lvl in (1, 2, 3, 4):
-            if lvl == 4:
-                for i in (i for i in droppable if units[i].kind == "exchange"):
-                    stage[0] = max(stage[0], 3)
-                    dropped_units.add(i)
-                    yield
-            pending = [g for g in ordered if any(level[e.id] < lvl for e in g)]
-            if not pending:
-                continue
-            saving = sum(line[e.id][level[e.id]] - line[e.id][lvl] for g in pending for e in g if level[e.id] < lvl)
-            whole = total() - saving > target[0]
-            for g in pending:
-                stage[0] = max(stage[0], 2 if lvl < 4 else 4)
-                for e in g:
-                    level[e.id] = max(level[e.id], lvl)
-                if not whole:
-                    yield
-            if whole:
-                yield
-        for g in ordered:
-            stage[0] = 5
-            for e in g:
-                dropped[e.id] = f"dropped: over budget ({e.section}, lowest priority first)"
-            yield
-
-    gen = steps()
-
-    def give_way_until(goal: int) -> bool:
-        target[0] = goal
-        moved = False
-        while total() > goal:
-            if next(gen, 0) == 0:
-                return moved
-            moved = True
-        return True
-
-    give_way_until(budget)
-    while True:
-        blocks, prefix_blocks, sections = [], [], []
-        for name, title in W.SECTIONS:
-            members = sorted((e for e in elements if e.section == name and e.id not in dropped), key=W._render_key)
-            if not members:
-                continue
-            placed = [(e, 0 if e.pinned else level[e.id]) for e in members]
-            block = f"## {title}\n" + "".join(W._render_line(e, lvl) for e, lvl in placed) + "\n"
-            blocks.append(block)
-            if name in W.PREFIX_SECTIONS:
-                prefix_blocks.append(block)
-            sections.append((name, title, placed))
-        text = "".join(blocks)
-        kept = tuple(i for i in range(len(units)) if i not in dropped_units)
-        messages_tokens = sum(units[i].tokens for i in kept)
-        used = count(text) + messages_tokens + tools_tokens
-        if used <= budget:
-            break
-        if not give_way_until(total() - (used - budget)):
-            return BudgetTooSmall(required=used, budget=budget)
-    out_sections = []
-    for name, title, placed_elements in sections:
-        placed = tuple(
-            W.Placed(
-                e.id,
-                lvl,
-                line[e.id][lvl],
-                e.reason
-                if lvl == 0
-                else f"{e.reason}; {W.LEVEL_NAMES[lvl]} (L{lvl})"
-                + (f", repeats pinned {e.repeats}" if e.repeats and lvl == 4 else ""),
-            )
-            for e, lvl in placed_elements
-        )
-        out_sections.append(W.SectionOut(name, title, headers[name] + sum(p.tokens for p in placed), placed))
-    prefix = "".join(prefix_blocks)
-    return WindowOut(
-        mode="full" if stage[0] == 0 else ("compact" if stage[0] >= 4 else "balanced"),
-        text=text,
-        sections=tuple(out_sections),
-        kept_messages=tuple(sorted(idx for i in kept for idx in units[i].indexes)),
-        omitted=tuple(sorted(dropped.items())),
-        used=used,
-        text_tokens=count(text),
-        messages_tokens=messages_tokens,
-        pinned_tokens=pinned_cost,
-        prefix=prefix,
-        prefix_tokens=count(prefix) if prefix else 0,
-        prefix_hash="sha256:" + hashlib.sha256(prefix.encode()).hexdigest(),
-    )
+def additive(text: str) -> int:
+    """A tokenizer whose count of a window is the sum of its lines' (newlines are free), so the selection's
+    own estimate is what the text costs and the properties are about the selection alone."""
+    return len(text) - text.count("\n")
 
 
 @st.composite
-def pressured(draw: st.DrawFn) -> tuple[list[Element], list[dict[str, Any]], int, dict[str, float], int]:
-    """Scenarios under every kind of pressure: budgets relative to the full window, token counts that are
-    sometimes below what the text really costs (so the rendered text overshoots the estimate, at times
-    even with everything dropped), related items, items repeating pinned text, relevance ties. The last
-    value is what the tokenizer charges per newline on top of ``count``: lines then cost more than their
-    elements say, as when tokens merge differently across line boundaries."""
-    elements, messages, _ = draw(scenarios())
-    out, relevance = [elements[0]], {}
-    low = draw(st.sampled_from([-3, -3, -12]))
-    whole = draw(st.booleans())
-    for e in elements[1:]:
-        tokens = tuple(max(0, n + draw(st.integers(low, 2))) for n in e.tokens)
-        repeats = "input" if not e.pinned and draw(st.integers(0, 6)) == 0 else None
-        importance = (draw(st.integers(0, 1)), T0 + timedelta(minutes=draw(st.integers(0, 2))))
-        out.append(replace(e, tokens=tokens, repeats=repeats, importance=importance, verbatim=draw(st.booleans())))
-        relevance[e.id] = draw(st.integers(0, 3)) if whole else draw(st.integers(0, 3)) / 3
-    full = sum(e.tokens[0] + 4 for e in out) + sum(len(str(m.get("content") or "")) // 4 + 6 for m in messages)
-    budget = max(1, int(full * draw(st.floats(0.02, 1.3))))
-    return out, messages, budget, relevance, draw(st.sampled_from([0, 0, 1, 3]))
-
-
-@settings(max_examples=1000, deadline=None)
-@given(pressured())
-def test_assemble_equals_the_straightforward_pipeline(scenario: Any) -> None:
-    elements, messages, budget, relevance, per_newline = scenario
-
-    def counting(text: str) -> int:
-        return count(text) + per_newline * text.count("\n")
-
-    tokens = [history.message_tokens(m, count) for m in messages]
-    units = history.units(messages, tokens)
-    with_relevance = [
-        replace(e, importance=(*e.importance, relevance[e.id])) if e.id in relevance else e for e in elements
-    ]
-    expected = reference_assemble(with_relevance, units, budget, 7, counting)
-    assert assemble(elements=with_relevance, units=units, budget=budget, tools_tokens=7, count=counting) == expected
-    # The service's way: elements prepared once without the request's part, which comes per call.
-    base = [replace(e, repeats=None) for e in elements if e.id != "input"]
-    prepared = W.prepare(base)
-    # ... and what a request adds to a prepared set (recalled items): the same as preparing all at once.
-    k = 0
-    while k < len(base) and not base[-1 - k].pinned and base[-1 - k].group is None:
-        k += 1
-    k = min(k, 3)
-    extended = W.prepare(base[: len(base) - k]).extended(base[len(base) - k :])
-    fields = ("loose", "index", "lines", "sections", "loose_sections", "members", "single", "group_of", "initial",
-              "repeating", "saving", "nonrepeat", "round_saving", "start_total", "render", "unsorted")  # fmt: skip
-    for name in fields:
-        assert getattr(extended, name) == getattr(prepared, name), name
-    assert extended.ranks() == prepared.ranks()  # worked out from its parent's
-    request = [e for e in elements if e.id == "input"]
-    repeats = {e.id: e.repeats for e in elements if e.repeats}
-    for i in range(4):  # a prepared set is reused across requests: nothing may stick to it
-        again = W.assemble_prepared(
-            prepared if i % 2 else extended,
-            extra=request,
-            relevance=[relevance[e.id] for e in prepared.loose],
-            repeats=repeats,
-            units=units,
-            budget=budget,
-            tools_tokens=7,
-            count=counting,
+def selections(draw: st.DrawFn) -> tuple[list[Element], dict[str, float], int]:
+    n = draw(st.integers(1, 25))
+    elements = [el("input", "input", "the question", pinned=True, tokens_of=additive)]
+    relevance: dict[str, float] = {}
+    for i in range(n):
+        eid = f"i{i:02d}"
+        text = draw(st.text(alphabet="abcde .", min_size=1, max_size=300))
+        elements.append(
+            el(
+                eid,
+                draw(st.sampled_from(SECTIONS)),
+                text,
+                importance=draw(st.integers(0, 3)),
+                group=draw(st.sampled_from([None, None, None, "g1"])),
+                tokens_of=additive,
+            )
         )
-        assert again == expected
+        if draw(st.booleans()):
+            relevance[eid] = draw(st.floats(0, 1))
+    budget = draw(st.integers(20, 4000))
+    return elements, relevance, budget
+
+
+def placement(out: WindowOut | BudgetTooSmall) -> dict[str, int]:
+    """Element id → level, 5 for left out (so a larger number is always a worse place)."""
+    assert isinstance(out, WindowOut)
+    return {**{i: 5 for i, _ in out.omitted}, **levels_of(out)}
+
+
+@settings(max_examples=300, deadline=None)
+@given(selections(), st.integers(1, 2000))
+def test_raising_the_budget_never_lowers_a_level(
+    scenario: tuple[list[Element], dict[str, float], int], more: int
+) -> None:
+    elements, relevance, budget = scenario
+    small = run(elements, [], budget, relevance=relevance, counter=additive)
+    if isinstance(small, BudgetTooSmall):
+        return
+    large = run(elements, [], budget + more, relevance=relevance, counter=additive)
+    assert small.used <= budget and isinstance(large, WindowOut) and large.used <= budget + more
+    before, after = placement(small), placement(large)
+    assert all(after[i] <= before[i] for i in before), (before, after)
+
+
+@settings(max_examples=300, deadline=None)
+@given(selections(), st.data())
+def test_raising_relevance_never_lowers_that_elements_level(
+    scenario: tuple[list[Element], dict[str, float], int], data: st.DataObject
+) -> None:
+    elements, relevance, budget = scenario
+    loose = [e for e in elements if not e.pinned and e.group is None]
+    if not loose:
+        return
+    target = data.draw(st.sampled_from(loose)).id
+    before = run(elements, [], budget, relevance=relevance, counter=additive)
+    if isinstance(before, BudgetTooSmall):
+        return
+    raised = {**relevance, target: min(1.0, relevance.get(target, 0.0) + data.draw(st.floats(0.01, 1)))}
+    after = run(elements, [], budget, relevance=raised, counter=additive)
+    assert placement(after)[target] <= placement(before)[target]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet="abcdef ", min_size=5, max_size=400), st.integers(20, 800), st.integers(0, 3))
+def test_a_worthless_element_never_outranks_a_more_valuable_one_of_the_same_cost(
+    text: str, budget: int, importance: int
+) -> None:
+    low = replace(el("low", "background", text, tokens_of=additive), value=0.1)
+    high = replace(el("high", "background", text, importance=importance, tokens_of=additive), value=0.2 + importance)
+    filler = [el(f"f{i}", "summaries", "filler text " * (i + 2), tokens_of=additive) for i in range(4)]
+    elements = [el("input", "input", "q", pinned=True, tokens_of=additive), low, high, *filler]
+    out = run(elements, [], budget, relevance={"high": 0.5}, counter=additive)
+    if isinstance(out, BudgetTooSmall):
+        return
+    where = placement(out)
+    assert where["high"] <= where["low"]
 
 
 @settings(max_examples=150, deadline=None)
-@given(pressured())
-def test_counting_by_blocks_equals_counting_the_text(scenario: Any) -> None:
+@given(selections())
+def test_counting_by_blocks_equals_counting_the_text(scenario: tuple[list[Element], dict[str, float], int]) -> None:
     """With a count that is additive over the window's blocks (as o200k_base is: see the service tests),
     counting block by block gives the same window."""
-    elements, messages, budget, _, _ = scenario
-
-    def additive(text: str) -> int:
-        return len(text) + 2 * text.count("\n")
-
-    units = history.units(messages, [history.message_tokens(m, additive) for m in messages])
-    whole = assemble(elements=elements, units=units, budget=budget, tools_tokens=0, count=additive)
+    elements, relevance, budget = scenario
+    whole = assemble(elements=elements, units=[], budget=budget, tools_tokens=0, count=additive, relevance=relevance)
     by_blocks = W.assemble_prepared(
         W.prepare(elements),
-        units=units,
+        relevance=relevance,
+        units=[],
         budget=budget,
         tools_tokens=0,
         count=additive,
         count_blocks=lambda blocks: sum(additive(b) for b in blocks),
     )
     assert by_blocks == whole
+
+
+@settings(max_examples=150, deadline=None)
+@given(selections())
+def test_retrieved_elements_give_the_same_window_as_prepared_ones(
+    scenario: tuple[list[Element], dict[str, float], int],
+) -> None:
+    """The service prepares its standing elements once and adds the ones retrieved for a query per request:
+    the window is the same as with all of them prepared together."""
+    elements, relevance, budget = scenario
+    pinned = [e for e in elements if e.pinned]
+    loose = [e for e in elements if not e.pinned]
+    ungrouped = [e for e in loose if e.group is None]
+    extra = ungrouped[len(ungrouped) // 2 :]
+    base = [e for e in loose if e not in extra]
+    together = assemble(elements=elements, units=[], budget=budget, tools_tokens=0, count=additive, relevance=relevance)
+    apart = W.assemble_prepared(
+        W.prepare(base),
+        extra=pinned,
+        loose_extra=extra,
+        relevance=relevance,
+        units=[],
+        budget=budget,
+        tools_tokens=0,
+        count=additive,
+    )
+    if isinstance(together, BudgetTooSmall):
+        assert isinstance(apart, BudgetTooSmall)
+        return
+    assert isinstance(apart, WindowOut)
+    assert placement(apart) == placement(together) and apart.text == together.text and apart.used == together.used

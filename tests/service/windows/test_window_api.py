@@ -161,7 +161,7 @@ async def test_superseded_never_shown_and_profile_sections(client: httpx.AsyncCl
     by_section = {s["id"]: s for s in w["sections"]}
     assert "decision_style.pace: fast" in w["text"] and by_section["profile"]["items"]
     assert "Do not recommend foldable" in w["text"]
-    assert [p["reason"] for p in by_section["hints"]["items"]] == ["candidate hint (tentative)"]
+    assert [p["reason"] for p in by_section["hints"]["items"]] == ["candidate hint (tentative); kept whole"]
     assert "tentative" in w["text"]
 
 

@@ -117,7 +117,7 @@ async def test_a_relevant_old_item_holds_out_where_recency_alone_drops_it(
     w = await window(client, tenant, "r", max_tokens=budget, query="what was the Memcached p99 latency?")
     assert kept_instead(w, target), w
     assert w["warnings"] == []
-    assert placed(w)[target][1].endswith("; relevance 1.00")  # the reason names what kept it
+    assert placed(w)[target][1].endswith("; relevance 1.00; kept whole")  # the reason names what kept it
 
 
 async def test_the_query_defaults_to_the_input(
@@ -173,7 +173,7 @@ async def test_relevant_items_of_other_sessions_are_recalled_and_only_active_one
     assert not {kafka, old, gone, unrelated} & set(placed(w))
     # and the session's own window has its items as usual, not as recalled
     w = await window(client, tenant, "o", max_tokens=2000, session_id="s1", query="Kafka retention")
-    assert placed(w)[kafka][1] == "user-stated; relevance 1.00" and unrelated in placed(w)
+    assert placed(w)[kafka][1] == "user-stated; relevance 1.00; kept whole" and unrelated in placed(w)
 
 
 async def test_recall_limit_and_domains(client_for: Any, tenant: TenantKeys, vectors: VectorRecall) -> None:

@@ -1,0 +1,131 @@
+"""Choosing a level for every element by value per token: a multiple-choice knapsack (DESIGN §3.6 step 5).
+
+Each element offers a few *options* — its compression levels, each with a cost in tokens and a share of the
+element's value it keeps — and may also be left out (cost 0, value 0). The window wants the options that
+maximise the value shown within the budget.
+
+The method is the classic greedy for the LP relaxation of the multiple-choice knapsack (Sinha & Zoltners,
+1979): per element, keep only the options on the upper convex hull of its (cost, value) points (an option
+below the hull is never the best use of its tokens), turn consecutive hull points into *steps* (extra
+tokens, extra value), and take the steps of all elements in order of value per token, best first. The
+hull makes every element's steps come in its own order (each step worth less per token than the one
+before), so taking steps in that global order always moves an element one level up at a time.
+
+Steps are taken as a prefix: the first step that does not fit ends the selection, and its value per token
+is the window's *cut*. Stopping there (instead of skipping it and trying smaller steps) leaves at most one
+step's tokens unused, and it is what makes the choice monotone: a larger budget takes a longer prefix of
+the same order, so it never lowers an element's level nor drops one that was kept; raising one element's
+value moves only its own steps earlier, so it never lowers that element's level.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+# Relative tolerance of the hull: a middle point must lie above the chord of its neighbours by more than
+# this share of the values involved, so floating-point noise can never put an element's steps out of order.
+HULL_EPS = 1e-9
+INFINITE = float("inf")
+
+
+@dataclass(frozen=True, slots=True)
+class Point:
+    cost: int  # tokens when this option is chosen (the whole element, not the step)
+    share: float  # share of the element's value it keeps, 0-1
+    level: int  # the option's name (a compression level, or a count of history units kept)
+
+
+def hull(points: Sequence[Point]) -> tuple[Point, ...]:
+    """The options worth considering, cheapest first: those on the upper convex hull of the points with the
+    origin (leaving the element out). Of options with equal cost the best share wins, then the lower level;
+    an option costing more without keeping more is never on it. Shares strictly increase along the hull
+    and the share gained per token strictly decreases."""
+    front: list[Point] = []
+    for p in sorted(points, key=lambda p: (p.cost, -p.share, p.level)):
+        if front and (p.cost == front[-1].cost or p.share <= front[-1].share * (1 + HULL_EPS)):
+            continue
+        if not front and p.share <= 0:
+            continue
+        front.append(p)
+    out: list[Point] = []
+    origin = Point(0, 0.0, -1)
+    for p in front:
+        while out:
+            a = out[-2] if len(out) > 1 else origin
+            b = out[-1]
+            # b stays only if the slope a→b is strictly greater than b→p.
+            left = (b.share - a.share) * (p.cost - b.cost)
+            right = (p.share - b.share) * (b.cost - a.cost)
+            if left > right + HULL_EPS * max(abs(left), abs(right), 1e-12):
+                break
+            out.pop()
+        out.append(p)
+    return tuple(out)
+
+
+@dataclass(frozen=True, slots=True)
+class Choice:
+    """What the selection gave: per element the index into its hull (-1: left out), the value per token of
+    the first step not taken (0.0 when every step was taken), and the tokens used."""
+
+    at: list[int]
+    cut: float
+    used: int
+
+
+def steps_order(hulls: Sequence[Sequence[Point]], values: Sequence[float]) -> list[tuple[float, int, int]]:
+    """Every element's steps as (value per token, element, step index), best first; ties go to the element
+    listed first, then to its lower step. A step costing nothing is infinitely good."""
+    steps: list[tuple[float, int, int]] = []
+    for e, (h, v) in enumerate(zip(hulls, values, strict=True)):
+        prev_cost, prev_share = 0, 0.0
+        for k, p in enumerate(h):
+            dc = p.cost - prev_cost
+            dv = v * (p.share - prev_share)
+            steps.append((INFINITE if dc <= 0 else dv / dc, e, k))
+            prev_cost, prev_share = p.cost, p.share
+    steps.sort(key=lambda s: (-s[0], s[1], s[2]))
+    return steps
+
+
+def take(
+    hulls: Sequence[Sequence[Point]],
+    order: Sequence[tuple[float, int, int]],
+    *,
+    budget: int,
+    used: int,
+    entry_cost: Callable[[int], int] | None = None,
+    entered: Callable[[int], None] | None = None,
+) -> Choice:
+    """Take the steps of ``order`` (from :func:`steps_order`) while they fit in ``budget`` on top of
+    ``used``. ``entry_cost(e)`` is what an element costs beyond its own tokens when it first enters the
+    window (a section heading not shown yet), and ``entered(e)`` is called when it does."""
+    at = [-1] * len(hulls)
+    cut = 0.0
+    for density, e, k in order:
+        h = hulls[e]
+        step = h[k].cost - (h[k - 1].cost if k else 0)
+        if k == 0 and entry_cost is not None:
+            step += entry_cost(e)
+        if used + step > budget:
+            cut = density
+            break
+        used += step
+        at[e] = k
+        if k == 0 and entered is not None:
+            entered(e)
+    return Choice(at, cut, used)
+
+
+def next_densities(hulls: Sequence[Sequence[Point]], values: Sequence[float], at: Sequence[int]) -> list[float | None]:
+    """Per element, the value per token of the step it did not take (``None`` at its top option)."""
+    out: list[float | None] = []
+    for h, v, k in zip(hulls, values, at, strict=True):
+        if k + 1 >= len(h):
+            out.append(None)
+            continue
+        prev_cost, prev_share = (h[k].cost, h[k].share) if k >= 0 else (0, 0.0)
+        dc = h[k + 1].cost - prev_cost
+        out.append(INFINITE if dc <= 0 else v * (h[k + 1].share - prev_share) / dc)
+    return out
