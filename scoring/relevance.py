@@ -11,16 +11,8 @@ Relevance fuses two rankings of the user's items for the query — lexical (Post
 
 Convex measured better on the retrieval eval (bench/recall_eval.py; README) and is never worse there.
 
-In the window, a non-pinned item's importance is
-
-    0.45 · relevance + 0.25 · authority + 0.15 · confidence + 0.15 · recency
-
-with relevance = fused score / best fused score of this query (0-1; 0 for items in neither ranking),
-authority = rank / 4 (system 1 … inferred 0), confidence 0-1 and recency = 0.5 ^ (age in whole days / 30).
-Whole days keep a window byte-identical between two calls on the same state; the order changes at most
-once a day with time alone. Relevance weighs most because the query is what this turn is about;
-authority next, because a user's statement should outlast a guess.
-Sections still come first: importance orders items inside the order in which sections give way.
+The window turns relevance into value (scoring/window_policy.py): relevance = fused score / best fused
+score of this query (0-1; 0 for items in neither ranking) multiplies an item's worth.
 """
 
 from __future__ import annotations
@@ -32,8 +24,6 @@ from typing import TypeVar
 K = TypeVar("K", bound=Hashable)
 
 RRF_K = 60
-W_RELEVANCE, W_AUTHORITY, W_CONFIDENCE, W_RECENCY = 0.45, 0.25, 0.15, 0.15
-RECENCY_HALF_LIFE_DAYS = 30.0
 
 
 def rrf(rankings: Sequence[Sequence[K]], *, k: int = RRF_K) -> dict[K, float]:
@@ -68,14 +58,6 @@ def convex(
 def normalised(scores: dict[K, float]) -> dict[K, float]:
     best = max(scores.values(), default=0.0)
     return {key: s / best for key, s in scores.items()} if best > 0 else {}
-
-
-def importance(*, relevance: float, authority_rank: int, confidence: float, age_days: float) -> float:
-    """The combined merit of a non-pinned item (see the module docstring for the formula and why)."""
-    recency: float = 0.5 ** (max(0.0, age_days) / RECENCY_HALF_LIFE_DAYS)
-    return (
-        W_RELEVANCE * relevance + W_AUTHORITY * (authority_rank / 4) + W_CONFIDENCE * confidence + W_RECENCY * recency
-    )
 
 
 def whole_days(t: datetime) -> int:
