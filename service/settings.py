@@ -181,6 +181,9 @@ class Settings(BaseSettings):
     recall_candidates: int = Field(100, ge=1, le=10_000)
     # Changes not yet in the lexical index are searched from their text, the newest this many per user.
     lexical_pending_limit: int = Field(1_000, ge=0, le=100_000)
+    # The lexical ranking ranks by the query's terms that are expected in at most this many of the user's
+    # texts (service/windows/recall.py): what keeps it flat as a user's memory grows.
+    lexical_max_hits: int = Field(2_000, ge=1, le=1_000_000)
     # Vector hits below this cosine similarity are not candidates; unset: the embedder's own threshold
     # (hashing 0.15, minilm 0.2, http 0: unrelated texts still score a little above 0).
     vector_min_score: float | None = Field(None, ge=-1, le=1)

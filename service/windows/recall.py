@@ -25,7 +25,15 @@ from service.vectors.recall import VectorRecall
 
 ACTIVE = ["available", "verified", "missing"]
 
-# Indexed items through item_search (GIN), plus the user's newest $6 changes the outbox worker has not
+# The query's terms, most common last, are kept while the hits they would bring stay within $8: a term's
+# share of all indexed texts (PostgreSQL's own statistics of item_search.tsv, most_common_elems, refreshed by
+# ANALYZE) times the user's $7 items estimates how many of the user's texts hold it. Ranking every text
+# that holds a very common word is what would make a window slower as a user's memory grows, and such a
+# word says little about what is relevant (its inverse document frequency is near 0): a user with a few
+# thousand items keeps every term; one with 100,000 keeps the rarer ones, and a query made only of very
+# common words is ranked by the vector index alone.
+#
+# Then: indexed items through item_search (GIN), plus the user's newest $6 changes the outbox worker has not
 # applied yet (their text analysed here, from the outbox's side: normally a few rows; capped so that a
 # user's bulk import does not make every window analyse thousands of texts — older ones are searchable
 # once the worker reaches them). The best $4 by ts_rank are then re-checked against context_item
@@ -33,7 +41,20 @@ ACTIVE = ["available", "verified", "missing"]
 # age of the oldest change the worker has not applied (an index probe): whether the vector index can be
 # trusted.
 _LEXICAL = """
-WITH q AS (SELECT ctxmem_tsq($3) AS q),
+WITH terms AS (
+    SELECT t.lexeme, coalesce(st.f, 0) AS f
+    FROM unnest(tsvector_to_array(ctxmem_tsv($3))) AS t(lexeme)
+    LEFT JOIN (
+        SELECT x.e, x.f FROM pg_stats s,
+             unnest(s.most_common_elems::text::text[], s.most_common_elem_freqs) AS x(e, f)
+        WHERE s.schemaname = current_schema() AND s.tablename = 'item_search' AND s.attname = 'tsv'
+    ) AS st ON st.e = t.lexeme
+),
+kept AS (
+    SELECT lexeme FROM (SELECT lexeme, sum(f) OVER (ORDER BY f, lexeme) AS running FROM terms) AS r
+    WHERE running * $7 <= $8
+),
+q AS (SELECT (SELECT string_agg(quote_literal(lexeme), ' | ') FROM kept)::tsquery AS q),
 pending AS MATERIALIZED (
     SELECT DISTINCT c.id, ctxmem_tsv(c.content) AS tsv
     FROM (SELECT item_id FROM vector_outbox
@@ -49,6 +70,7 @@ hits AS (
 )
 SELECT (SELECT EXTRACT(EPOCH FROM now() - created_at)::float8 FROM vector_outbox WHERE dead_at IS NULL
         ORDER BY id LIMIT 1) AS lag,
+       (SELECT count(*) FROM terms) - (SELECT count(*) FROM kept) AS ignored,
        t.id, t.r
 FROM (SELECT 1) AS one LEFT JOIN (
     SELECT c.id::text AS id, h.r
@@ -69,13 +91,17 @@ async def lexical_ranking(
     limit: int,
     now: datetime,
     pending: int = 1_000,
-) -> tuple[list[tuple[str, float]], float]:
-    """(id, ts_rank) of the user's active items matching any of the query's terms, best first (rank
-    divided by 1 + log of the document's length, so long texts do not win by length alone), and how many
-    seconds the oldest change still queued for the indexes has waited (0: none)."""
-    rows = await (await driver_connection(session)).fetch(_LEXICAL, tenant_id, user_id, query, limit, now, pending)
+    documents: int = 0,
+    max_hits: int = 2_000,
+) -> tuple[list[tuple[str, float]], float, int]:
+    """(id, ts_rank) of the user's active items matching any of the query's kept terms, best first (rank
+    divided by 1 + log of the document's length, so long texts do not win by length alone), how many
+    seconds the oldest change still queued for the indexes has waited (0: none), and how many of the
+    query's terms were too common among the user's ``documents`` items to rank by (``max_hits``)."""
+    driver = await driver_connection(session)
+    rows = await driver.fetch(_LEXICAL, tenant_id, user_id, query, limit, now, pending, documents, max_hits)
     hits = [(r["id"], float(r["r"])) for r in rows if r["id"] is not None]
-    return hits, max(0.0, rows[0]["lag"] or 0.0)
+    return hits, max(0.0, rows[0]["lag"] or 0.0), int(rows[0]["ignored"] or 0)
 
 
 async def vector_ranking(
@@ -113,6 +139,7 @@ async def relevance(
     query: str,
     now: datetime,
     mode: str | None = None,
+    documents: int = 0,
 ) -> Relevance:
     """The relevance of the user's items to ``query`` under ``mode`` (default: ``settings.recall_mode``).
     ``vector`` mode falls back to the lexical ranking when the index cannot be used; ``hybrid`` then
@@ -129,7 +156,7 @@ async def relevance(
             return exc
 
     # The index is searched while PostgreSQL ranks (the lexical query also says whether the index lags).
-    (lexical, waited), vec = await asyncio.gather(
+    (lexical, waited, _), vec = await asyncio.gather(
         lexical_ranking(
             session,
             tenant_id=tenant_id,
@@ -138,6 +165,8 @@ async def relevance(
             limit=settings.recall_candidates,
             now=now,
             pending=settings.lexical_pending_limit,
+            documents=documents,
+            max_hits=settings.lexical_max_hits,
         ),
         vectors(),
     )

@@ -228,6 +228,7 @@ async def _retrieve(
         user_id=user_id,
         query=req.query or req.input,
         now=ctx.now,
+        documents=state.applicable,
     )
     others = sorted((i for i in found.scores if i not in state.known), key=lambda i: (-found.scores[i], i))
     if not others:

@@ -261,7 +261,7 @@ async def test_a_change_that_fails_alone_is_set_aside_not_blocking_the_rest(
         assert await state() == (attempts, attempts == 3)
     async with session_scope(db) as s:
         behind = await lag(s)
-        found, _ = await lexical_ranking(s, tenant_id=t, user_id="x", query="pill", limit=5, now=Clock().now())
+        found, _, _ = await lexical_ranking(s, tenant_id=t, user_id="x", query="pill", limit=5, now=Clock().now())
     assert behind.dead >= 1 and behind.oldest_seconds < 5  # set aside: no longer lag, so windows trust the index
     assert [i for i, _ in found] == [poison]  # and full-text search has it all along
     assert await worker.drain_once() == 0  # the worker skips it

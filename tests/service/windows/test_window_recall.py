@@ -271,7 +271,9 @@ async def test_lexical_index_is_maintained_by_the_worker(
 
     async def found(query: str) -> set[str]:
         async with session_scope(db) as s:
-            hits, _ = await lexical_ranking(s, tenant_id=tenant.tenant_id, user_id="s", query=query, limit=10, now=NOW)
+            hits, _, _ = await lexical_ranking(
+                s, tenant_id=tenant.tenant_id, user_id="s", query=query, limit=10, now=NOW
+            )
             return {i for i, _ in hits}
 
     # Not yet indexed, still found: the lexical ranking reads the queued changes from their content.
@@ -377,13 +379,13 @@ async def test_unindexed_changes_are_searched_newest_first_up_to_a_cap(
     await vectors.worker.drain()
     ids = await seed(client, tenant, "cap", [{"type": "fact", "content": f"walrus fact {i}"} for i in range(5)])
     async with session_scope(db) as s:
-        hits, _ = await lexical_ranking(
+        hits, _, _ = await lexical_ranking(
             s, tenant_id=tenant.tenant_id, user_id="cap", query="walrus", limit=10, now=NOW, pending=2
         )
     assert {i for i, _ in hits} == set(ids[3:])  # the two newest
     await vectors.worker.drain()
     async with session_scope(db) as s:
-        hits, _ = await lexical_ranking(
+        hits, _, _ = await lexical_ranking(
             s, tenant_id=tenant.tenant_id, user_id="cap", query="walrus", limit=10, now=NOW, pending=2
         )
     assert {i for i, _ in hits} == set(ids)
