@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import re
 from bisect import bisect_left
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import lru_cache
 from typing import Any, NamedTuple
 
@@ -68,6 +68,25 @@ def _cut(text: str, max_chars: int) -> str:
 
 def _marker(left: int) -> str:
     return f" …[+{left} chars]"
+
+
+def focused(content: str, query: frozenset[str], *, max_tokens: int, count: Callable[[str], int]) -> str | None:
+    """The text of ``content`` to show for a query (:func:`query_terms`) within about ``max_tokens``: the
+    sentences :func:`focus` picks, joined, with the marker saying how much was left out; ``None`` when no
+    sentence shares a word with the query (the stored level is as good) or nothing fits. A JSON text is never
+    cut into sentences."""
+    if not query or content.lstrip().startswith(("{", "[")):
+        return None
+    sentences, weights = weigh(content)
+    if len(sentences) < 2 or not any(terms(s) & query for s in sentences):
+        return None
+    whole = content.strip()
+    room = max_tokens - count(_marker(len(whole)))
+    picked = focus(sentences, weights, query, max_tokens=room, tokens=[count(s) for s in sentences])
+    if not picked:
+        return None
+    text = join_sentences(sentences, picked)
+    return text if len(text) >= len(whole) else text + _marker(len(whole) - len(text))
 
 
 def truncate(text: str, max_chars: int) -> str:

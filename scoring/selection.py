@@ -74,19 +74,27 @@ class Choice:
     used: int
 
 
-def steps_order(hulls: Sequence[Sequence[Point]], values: Sequence[float]) -> list[tuple[float, int, int]]:
+def steps_order(values: Sequence[float], rates: Sequence[Sequence[float]]) -> list[tuple[float, int, int]]:
     """Every element's steps as (value per token, element, step index), best first; ties go to the element
-    listed first, then to its lower step. A step costing nothing is infinitely good."""
-    steps: list[tuple[float, int, int]] = []
-    for e, (h, v) in enumerate(zip(hulls, values, strict=True)):
-        prev_cost, prev_share = 0, 0.0
-        for k, p in enumerate(h):
-            dc = p.cost - prev_cost
-            dv = v * (p.share - prev_share)
-            steps.append((INFINITE if dc <= 0 else dv / dc, e, k))
-            prev_cost, prev_share = p.cost, p.share
-    steps.sort(key=lambda s: (-s[0], s[1], s[2]))
-    return steps
+    listed first, then to its lower step. ``rates[e][k]`` is the share of its value step k adds per token
+    (:func:`rates_of`); a step costing nothing is infinitely good whatever the value."""
+    keyed = [
+        (-INFINITE if r == INFINITE else -(v * r), e, k)
+        for e, (v, element_rates) in enumerate(zip(values, rates, strict=True))
+        for k, r in enumerate(element_rates)
+    ]
+    keyed.sort()
+    return [(-d, e, k) for d, e, k in keyed]
+
+
+def rates_of(h: Sequence[Point]) -> tuple[float, ...]:
+    """The share of value per token each step along a hull adds (infinite for a step costing nothing)."""
+    out, prev_cost, prev_share = [], 0, 0.0
+    for p in h:
+        dc = p.cost - prev_cost
+        out.append(INFINITE if dc <= 0 else (p.share - prev_share) / dc)
+        prev_cost, prev_share = p.cost, p.share
+    return tuple(out)
 
 
 def take(
@@ -118,14 +126,10 @@ def take(
     return Choice(at, cut, used)
 
 
-def next_densities(hulls: Sequence[Sequence[Point]], values: Sequence[float], at: Sequence[int]) -> list[float | None]:
-    """Per element, the value per token of the step it did not take (``None`` at its top option)."""
-    out: list[float | None] = []
-    for h, v, k in zip(hulls, values, at, strict=True):
-        if k + 1 >= len(h):
-            out.append(None)
-            continue
-        prev_cost, prev_share = (h[k].cost, h[k].share) if k >= 0 else (0, 0.0)
-        dc = h[k + 1].cost - prev_cost
-        out.append(INFINITE if dc <= 0 else v * (h[k + 1].share - prev_share) / dc)
-    return out
+def next_density(h: Sequence[Point], value: float, at: int) -> float | None:
+    """The value per token of the step an element did not take (``None`` at its top option)."""
+    if at + 1 >= len(h):
+        return None
+    prev_cost, prev_share = (h[at].cost, h[at].share) if at >= 0 else (0, 0.0)
+    dc = h[at + 1].cost - prev_cost
+    return INFINITE if dc <= 0 else value * (h[at + 1].share - prev_share) / dc

@@ -27,8 +27,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from scoring.compress import focused, query_terms
 from scoring.history import Unit
-from scoring.selection import Point, hull, next_densities, steps_order, take
+from scoring.selection import Point, hull, next_density, rates_of, steps_order, take
 from scoring.window_policy import DEFAULT_MODEL, ProfileLine, ValueModel
 
 SECTIONS: tuple[tuple[str, str], ...] = (
@@ -163,6 +164,40 @@ def _points(lines: Sequence[int], shares: Sequence[float]) -> list[Point]:
     return [Point(lines[lvl], shares[lvl], lvl) for lvl in range(5)]
 
 
+@dataclass(frozen=True, slots=True)
+class Parts:
+    """What the selection needs of one element, independent of the request: line tokens and value shares
+    per level, the hull of its options, what its length adds to its worth, and the value share per token
+    of each hull step."""
+
+    lines: tuple[int, ...]
+    shares: tuple[float, ...]
+    hull: tuple[Point, ...]
+    size: float
+    rates: tuple[float, ...]
+
+
+_PARTS: dict[tuple[Any, ...], Parts] = {}
+_PARTS_MAX = 65_536
+
+
+def parts_of(e: Element, model: ValueModel) -> Parts:
+    """:class:`Parts` of an element, memoised on what they depend on (token counts, which levels repeat
+    which text, the model), so an item retrieved again and again is worked out once."""
+    t = e.texts
+    key = (e.tokens, t[1] == t[0], t[2] == t[0], t[3] == t[0], t[4] == t[0], t[4] == t[3], e.verbatim, id(model))
+    found = _PARTS.get(key)
+    if found is None:
+        lines = tuple(_line_tokens(e, lvl) for lvl in range(5))
+        shares = model.level_shares(t, e.tokens)
+        h = hull(_points(lines, shares))
+        found = Parts(lines, shares, h, model.size_factor(e.tokens[0]), rates_of(h))
+        if len(_PARTS) >= _PARTS_MAX:
+            _PARTS.clear()
+        _PARTS[key] = found
+    return found
+
+
 class Prepared:
     """The elements of a window with what does not depend on the request worked out: line tokens and value
     shares per level, each element's hull, groups, render order. Read-only once built, so one instance can
@@ -175,10 +210,9 @@ class Prepared:
         self.index = {e.id: i for i, e in enumerate(loose)}
         if len(self.index) != len(loose):
             raise ValueError("element ids must be unique")
-        self.lines = [tuple(_line_tokens(e, lvl) for lvl in range(5)) for e in loose]
-        self.shares = [model.level_shares(e.texts, e.tokens) for e in loose]
-        self.hulls = [hull(_points(ln, sh)) for ln, sh in zip(self.lines, self.shares, strict=True)]
-        self.sizes = [model.size_factor(e.tokens[0]) for e in loose]
+        self.parts = [parts_of(e, model) for e in loose]
+        # Worth before relevance, with length: relevance multiplies it per request.
+        self.base = [e.value * pt.size for e, pt in zip(loose, self.parts, strict=True)]
         self.pinned_lines = sum(_line_tokens(e, 0) for e in self.pinned)
         self.pinned_sections = frozenset(e.section for e in self.pinned)
         # Related items (same ``group``) move together; everything else is a group of one.
@@ -193,6 +227,7 @@ class Prepared:
                     members.append([])
                 members[named[e.group]].append(i)
         self.members = [tuple(m) for m in members]
+        self.group_sections = [frozenset(loose[i].section for i in m) for m in self.members]
         by_section: dict[str, list[tuple[Element, int]]] = {}
         for e in self.pinned:
             by_section.setdefault(e.section, []).append((e, -1))
@@ -241,6 +276,7 @@ class _Groups:
     hulls: list[tuple[Point, ...]]
     values: list[float]
     sections: list[frozenset[str]]
+    rates: list[tuple[float, ...]]
 
 
 def assemble_prepared(
@@ -255,6 +291,7 @@ def assemble_prepared(
     tools_tokens: int,
     count: Callable[[str], int],
     count_blocks: Callable[[Sequence[str]], int] | None = None,
+    query: str | None = None,
 ) -> WindowOut | BudgetTooSmall:
     """:func:`assemble` over the prepared elements plus this request's: ``extra`` pinned elements,
     ``loose_extra`` loose ones (retrieved for this query; ungrouped), ``relevance`` (element id → 0-1 for
@@ -264,7 +301,11 @@ def assemble_prepared(
     ``count_blocks`` counts a text given as its section blocks. Each block ends with a blank line and the
     next starts with ``## ``; a BPE whose pre-tokenizer never puts a newline and a following ``#`` into one
     piece (o200k_base, cl100k_base) counts the text as the sum of its blocks, so a caller can count each
-    block once and reuse it. Without it the joined text is counted."""
+    block once and reuse it. Without it the joined text is counted.
+
+    ``query``: an element the query matched that ends up condensed or summarised (L1, L2) shows the
+    sentences that match the query best within its level's tokens (``compress.focused``) instead of the
+    stored text of that level."""
     p, model = prepared, prepared.model
     if any(not e.pinned for e in extra):
         raise ValueError("extra elements must be pinned")
@@ -285,20 +326,28 @@ def assemble_prepared(
     # The loose elements of this request: the prepared ones, then the retrieved ones.
     n0 = len(p.loose)
     loose = p.loose + tuple(loose_extra)
-    lines = list(p.lines)
-    shares = list(p.shares)
+    parts = p.parts
+    base = p.base
     index = p.index
     if loose_extra:
         index = dict(p.index)
+        parts = list(parts)
+        base = list(base)
         for k, e in enumerate(loose_extra):
             if e.id in index:
                 raise ValueError(f"duplicate element id {e.id!r}")
             index[e.id] = n0 + k
-            lines.append(tuple(_line_tokens(e, lvl) for lvl in range(5)))
-            shares.append(model.level_shares(e.texts, e.tokens))
+            pt = parts_of(e, model)
+            parts.append(pt)
+            base.append(e.value * pt.size)
+    lines = [pt.lines for pt in parts]
     rel = relevance or {}
-    sizes = p.sizes + [model.size_factor(e.tokens[0]) for e in loose_extra]
-    values = [e.value * size * model.relevance_factor(rel.get(e.id, 0.0)) for e, size in zip(loose, sizes, strict=True)]
+    floor = model.relevance_factor(0.0)
+    values = [b * floor for b in base]
+    for eid, r in rel.items():
+        i = index.get(eid)
+        if i is not None:
+            values[i] = base[i] * model.relevance_factor(r)
     fixed = {i for i, e in enumerate(loose) if e.repeats}  # an index line at most
     twin = {i: e.repeats for i, e in enumerate(loose) if e.repeats}
     for eid, pin in (repeats or {}).items():
@@ -307,16 +356,18 @@ def assemble_prepared(
             fixed.add(i)
             twin[i] = pin
 
-    g = _groups(p, loose, lines, shares, values, fixed, n0)
+    g = _groups(p, loose, parts, values, fixed, n0)
     chains = _history_chains(units, model)
     for kept_units, h, v in chains:
         g.members.append(kept_units)
         g.hulls.append(h)
         g.values.append(v)
         g.sections.append(frozenset())
+        g.rates.append(rates_of(h))
     n_items = len(g.members) - len(chains)
-    order = steps_order(g.hulls, g.values)
+    order = steps_order(g.values, g.rates)
 
+    query_words = query_terms(query) if query else frozenset()
     goal = budget
     while True:
         choice = take(
@@ -335,7 +386,8 @@ def assemble_prepared(
             k = choice.at[n_items + c]
             keep = h[k].level if k >= 0 else 0
             dropped_units.update(chain_units[keep:])
-        blocks, sections, prefix_blocks = _render(p, loose, n0, level, extra)
+        shown = _focus(loose, level, fixed, rel, query_words, count) if query_words else {}
+        blocks, sections, prefix_blocks = _render(p, loose, n0, level, extra, shown)
         text = "".join(blocks)
         kept = tuple(i for i in range(len(units)) if i not in dropped_units)
         messages_tokens = sum(units[i].tokens for i in kept)
@@ -349,7 +401,6 @@ def assemble_prepared(
             return BudgetTooSmall(required=used, budget=budget)
         goal = min(goal, choice.used) - (used - budget)
 
-    nexts = next_densities(g.hulls, g.values, choice.at)
     left = goal - choice.used
     group_of = [0] * len(loose)
     for gi in range(n_items):
@@ -358,13 +409,13 @@ def assemble_prepared(
     stopped = _stopped(order, choice.at, g.hulls)
 
     def lost(gi: int) -> str:
-        d = nexts[gi]
+        d = next_density(g.hulls[gi], g.values[gi], choice.at[gi])
         if gi == stopped:
             return f"its next step did not fit in the {left} tokens left"
-        shown, cut = (0.0 if d is None else d * 1000), choice.cut * 1000
-        if shown >= cut * (1 - 1e-9):
-            return f"its next step, worth {shown:.3g} per 1k tokens, came at this window's cut"
-        return f"its next step was worth {shown:.3g} per 1k tokens, under this window's cut of {cut:.3g}"
+        worth, cut = (0.0 if d is None else d * 1000), choice.cut * 1000
+        if worth >= cut * (1 - 1e-9):
+            return f"its next step, worth {worth:.3g} per 1k tokens, came at this window's cut"
+        return f"its next step was worth {worth:.3g} per 1k tokens, under this window's cut of {cut:.3g}"
 
     def relevance_note(eid: str) -> str:
         r = rel.get(eid)
@@ -386,8 +437,10 @@ def assemble_prepared(
             elif lvl == 0:
                 reason = f"{e.reason}{note}; kept whole"
             else:
-                reason = f"{e.reason}{note}; {LEVEL_NAMES[lvl]} (L{lvl}): {lost(group_of[i])}"
-            placed.append(Placed(e.id, lvl, lines[i][lvl], reason, round(values[i], 6)))
+                focus_note = ", the sentences that match the query" if i in shown else ""
+                reason = f"{e.reason}{note}; {LEVEL_NAMES[lvl]} (L{lvl}){focus_note}: {lost(group_of[i])}"
+            tokens = count(shown[i]) + LINE_OVERHEAD if i in shown else lines[i][lvl]
+            placed.append(Placed(e.id, lvl, tokens, reason, round(values[i], 6)))
         section_tokens = header_tokens[name] + sum(x.tokens for x in placed)
         placed_sections.append(SectionOut(name, title, section_tokens, tuple(placed)))
     omitted = tuple(
@@ -420,29 +473,30 @@ def assemble_prepared(
 def _groups(
     p: Prepared,
     loose: Sequence[Element],
-    lines: Sequence[tuple[int, ...]],
-    shares: Sequence[tuple[float, ...]],
+    parts: Sequence[Parts],
     values: Sequence[float],
     fixed: set[int],
     n0: int,
 ) -> _Groups:
-    """Per group (related items, else one element): its members, hull and value for this request. An
-    element that repeats pinned text offers only its index line; a group's levels move its members
-    together (members that repeat stay at L4), each level worth the members' values at it."""
+    """Per group (related items, else one element): its members, hull, step rates and value for this
+    request. An element that repeats pinned text offers only its index line; a group's levels move its
+    members together (members that repeat stay at L4), each level worth the members' values at it."""
     members = [*p.members, *((i,) for i in range(n0, len(loose)))]
     hulls: list[tuple[Point, ...]] = []
+    rates: list[tuple[float, ...]] = []
     out_values: list[float] = []
-    sections: list[frozenset[str]] = []
+    sections = [*p.group_sections, *(frozenset((loose[i].section,)) for i in range(n0, len(loose)))]
     for m in members:
-        sections.append(frozenset(loose[i].section for i in m))
         if len(m) == 1:
             i = m[0]
+            pt = parts[i]
             if i in fixed:
-                hulls.append(hull([Point(lines[i][4], shares[i][4], 4)]))
-            elif i < n0:
-                hulls.append(p.hulls[i])
+                h = hull([Point(pt.lines[4], pt.shares[4], 4)])
+                hulls.append(h)
+                rates.append(rates_of(h))
             else:
-                hulls.append(hull(_points(lines[i], shares[i])))
+                hulls.append(pt.hull)
+                rates.append(pt.rates)
             out_values.append(values[i])
             continue
         total = sum(values[i] for i in m)
@@ -450,10 +504,14 @@ def _groups(
         points = []
         for lvl in range(5):
             at = {i: 4 if i in fixed else lvl for i in m}
-            points.append(Point(sum(lines[i][at[i]] for i in m), sum(weight[i] * shares[i][at[i]] for i in m), lvl))
-        hulls.append(hull(points))
+            points.append(
+                Point(sum(parts[i].lines[at[i]] for i in m), sum(weight[i] * parts[i].shares[at[i]] for i in m), lvl)
+            )
+        h = hull(points)
+        hulls.append(h)
+        rates.append(rates_of(h))
         out_values.append(total)
-    return _Groups(members, hulls, out_values, sections)
+    return _Groups(members, hulls, out_values, sections, rates)
 
 
 def _headers(
@@ -506,8 +564,36 @@ def _stopped(order: Sequence[tuple[float, int, int]], at: Sequence[int], hulls: 
     return -1
 
 
+def _focus(
+    loose: Sequence[Element],
+    level: Sequence[int],
+    fixed: set[int],
+    rel: Mapping[str, float],
+    query_words: frozenset[str],
+    count: Callable[[str], int],
+) -> dict[int, str]:
+    """Texts of the condensed or summarised elements the query matched, focused on the query: element index
+    → the text to show instead of its stored level (DESIGN §3.6 step 4: prefer the sentences that match)."""
+    out: dict[int, str] = {}
+    for i, lvl in enumerate(level):
+        if lvl not in (1, 2) or i in fixed:
+            continue
+        e = loose[i]
+        if not rel.get(e.id) or e.texts[lvl] == e.texts[0]:
+            continue
+        text = focused(e.texts[0], query_words, max_tokens=e.tokens[lvl], count=count)
+        if text is not None and text != e.texts[lvl]:
+            out[i] = text
+    return out
+
+
 def _render(
-    p: Prepared, loose: Sequence[Element], n0: int, level: Sequence[int], extra: Sequence[Element]
+    p: Prepared,
+    loose: Sequence[Element],
+    n0: int,
+    level: Sequence[int],
+    extra: Sequence[Element],
+    shown: Mapping[int, str],
 ) -> tuple[list[str], list[tuple[str, str, list[tuple[Element, int, int]]]], list[str]]:
     add: dict[str, list[tuple[Element, int]]] = {}
     for e in extra:
@@ -526,7 +612,8 @@ def _render(
         if not members:
             continue
         placed = [(e, i, 0 if i < 0 else level[i]) for e, i in members]
-        block = HEADERS[name] + "".join(_render_line(e, lvl) for e, _, lvl in placed) + "\n"
+        lines = [f"- {shown[i]}\n" if i in shown else _render_line(e, lvl) for e, i, lvl in placed]
+        block = HEADERS[name] + "".join(lines) + "\n"
         blocks.append(block)
         if name in PREFIX_SECTIONS:
             prefix_blocks.append(block)

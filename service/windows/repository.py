@@ -75,7 +75,7 @@ _APPLICABLE_COUNT_SQL = f"SELECT count(*) FROM context_item {_ITEMS_WHERE}"
 # request's domains; ``applicable`` says whether they apply to this window's scopes (else they can only be
 # recalled). Whatever the index still holds of a superseded or deleted item stops here. Best first.
 _RETRIEVED_SQL = f"""
-SELECT {_COLUMNS},
+SELECT {_COLUMNS}, {_VERSION} AS version,
        (scope IN ('user', 'global')
         OR (scope = 'session' AND scope_ref = $6) OR (scope = 'task' AND scope_ref = $7)
         OR (scope = 'stage' AND scope_ref = $8) OR (scope = 'step' AND scope_ref = $9)) AS applicable

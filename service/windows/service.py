@@ -154,6 +154,7 @@ async def build_window(ctx: RequestContext, user_id: str, req: WindowRequest) ->
         tools_tokens=tools_tokens,
         count=count,
         count_blocks=count.blocks if count.additive else None,
+        query=req.query or req.input,
     )
     if isinstance(outcome, TooSmall):
         raise BudgetTooSmallError(

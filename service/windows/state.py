@@ -238,6 +238,26 @@ class UserState:
         return self._variants[key]
 
 
+# Elements of retrieved rows, by row version: successive turns about one subject retrieve the same items,
+# and a row's element changes only with the row (its version), the day (ages count in whole days), the
+# value model and the tokenizer (for rows from before stored levels). Bounded; cleared when full.
+_RETRIEVED: dict[tuple[Any, ...], Element] = {}
+_RETRIEVED_MAX = 50_000
+
+
+def _retrieved_element(
+    row: Any, *, user_id: str, count: Callable[[str], int], model: ValueModel, day: int, recalled: bool
+) -> Element:
+    key = (row["version"], str(row["id"]), day, recalled, id(model), id(count))
+    e = _RETRIEVED.get(key)
+    if e is None:
+        e = item_element(row, user_id=user_id, count=count, model=model, day=day, recalled=recalled)
+        if len(_RETRIEVED) >= _RETRIEVED_MAX:
+            _RETRIEVED.clear()
+        _RETRIEVED[key] = e
+    return e
+
+
 def retrieved_elements(
     rows: Sequence[Any],
     state: UserState,
@@ -260,12 +280,12 @@ def retrieved_elements(
             if winner is not None and winner[0] < SCOPE_ORDER[r["scope"]]:
                 omitted.append((str(r["id"]), f"overridden inside this scope by {winner[1]}"))
                 continue
-            e = item_element(r, user_id=user_id, count=count, model=state.model, day=state.day)
+            e = _retrieved_element(r, user_id=user_id, count=count, model=state.model, day=state.day, recalled=False)
             if not e.pinned:  # pinned types are standing rows, fetched with the state
                 elements.append(e)
         elif recalled < recall_limit:
             recalled += 1
             elements.append(
-                item_element(r, user_id=user_id, count=count, model=state.model, day=state.day, recalled=True)
+                _retrieved_element(r, user_id=user_id, count=count, model=state.model, day=state.day, recalled=True)
             )
     return elements, omitted, applicable

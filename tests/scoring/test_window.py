@@ -441,3 +441,32 @@ def test_retrieved_elements_give_the_same_window_as_prepared_ones(
         return
     assert isinstance(apart, WindowOut)
     assert placement(apart) == placement(together) and apart.text == together.text and apart.used == together.used
+
+
+def test_a_compressed_item_the_query_matches_shows_its_matching_sentences() -> None:
+    long = (
+        "We talked about the office move for a long while and nobody agreed on anything at all. "
+        "The parking garage closes at ten in the evening on weekdays. "
+        "Lunch options near the new building are limited but improving slowly. "
+        "The Kafka cluster keeps seven days of retention for the orders topic. "
+        "Everyone wants more meeting rooms than the floor plan allows for."
+    )
+    summary = "We talked about the office move for a long while and nobody agreed on anything at all."
+    texts = (long, summary, summary, long[:40], "[ctx long]")
+    item = Element("long", "background", texts, tuple(count(t) for t in texts), reason="background", order=(1,))
+    fillers = [el(f"f{i}", "background", "unrelated words here " * 12) for i in range(3)]
+    elements = [el("input", "input", "How long is Kafka retention?", pinned=True), item, *fillers]
+    prepared = W.prepare(elements)
+
+    def window(budget: int, query: str | None = None) -> WindowOut:
+        out = W.assemble_prepared(prepared, relevance={"long": 0.6}, units=[], budget=budget, tools_tokens=0,
+                                  count=count, query=query)  # fmt: skip
+        assert isinstance(out, WindowOut)
+        return out
+
+    budget = next(b for b in range(30, 200) if levels_of(window(b)).get("long") in (1, 2))
+    plain, focused = window(budget), window(budget, "How long is Kafka retention?")
+    assert summary in plain.text and "Kafka cluster" not in plain.text
+    assert "Kafka cluster keeps seven days" in focused.text and focused.used <= budget
+    reason = next(p.reason for s in focused.sections for p in s.items if p.id == "long")
+    assert "the sentences that match the query" in reason
