@@ -5,12 +5,18 @@ from __future__ import annotations
 
 import contextlib
 import shutil
+import sys
 import tempfile
 from collections.abc import AsyncIterator, Callable, Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from sqlalchemy import text as sql
+
 from service.db.embedded import ensure_database, start_embedded
+from service.db.engine import Database
+from service.settings import Settings
+from service.vectors.recall import VectorRecall, build_recall
 
 # The window renders each item as "- <text>\n" (scoring.window.LINE_OVERHEAD).
 LINE_OVERHEAD = 2
@@ -86,3 +92,23 @@ def share(results: Iterable[Mapping[str, Any]], key: str, field: str = "kind", v
     """(how many have ``key`` true, how many) among ``results``, or among those whose ``field`` is ``value``."""
     sel = [r for r in results if value is None or r[field] == value]
     return sum(1 for r in sel if r[key]), len(sel)
+
+
+async def index_and_read(db: Database, settings: Settings, tenant: str) -> tuple[VectorRecall | None, int, list[Any]]:
+    """Apply the vector outbox with the app's own worker, then read back the tenant's stored items (id,
+    user_id, observed_at, token_cost, content): the vector stack, the points indexed, the rows."""
+    recall = await build_recall(db, settings)
+    indexed = await recall.worker.drain() if recall is not None else 0
+    async with db.engine.connect() as conn:
+        pending = (await conn.execute(sql("SELECT count(*) FROM vector_outbox"))).scalar_one()
+        found = await conn.execute(
+            sql(
+                "SELECT id, user_id, observed_at, token_cost, content FROM context_item "
+                "WHERE tenant_id = :t AND status = 'available'"
+            ),
+            {"t": tenant},
+        )
+        rows = list(found.mappings().all())
+    if pending:
+        print(f"warning: {pending} vector outbox rows could not be applied", file=sys.stderr)
+    return recall, indexed, rows

@@ -56,9 +56,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import text as sql
-
-from bench.common import bench_database, evidence_outcome, fill, share
+from bench.common import bench_database, evidence_outcome, fill, index_and_read, share
 from schemas.items import ItemCreate
 from schemas.windows import WindowRequest
 from service.auth.service import Principal, create_key
@@ -69,7 +67,6 @@ from service.db.engine import create_database, session_scope
 from service.items.service import create_items
 from service.settings import Settings
 from service.tokenizer import build_tokenizer
-from service.vectors.recall import build_recall
 from service.windows.service import build_window
 
 RESULTS = Path(__file__).parent / "results" / "locomo.json"
@@ -426,28 +423,8 @@ async def main(args: argparse.Namespace) -> int:
 
         # 2. The vector outbox, applied by the app's worker.
         t0 = time.perf_counter()
-        recall = await build_recall(db, settings)
-        indexed = 0
-        if recall is not None:
-            indexed = await recall.worker.drain()
-        async with db.engine.connect() as conn:
-            pending = (await conn.execute(sql("SELECT count(*) FROM vector_outbox"))).scalar_one()
-            rows = (
-                (
-                    await conn.execute(
-                        sql(
-                            "SELECT id, user_id, observed_at, token_cost, content FROM context_item "
-                            "WHERE tenant_id = :t AND status = 'available'"
-                        ),
-                        {"t": tenant},
-                    )
-                )
-                .mappings()
-                .all()
-            )
+        recall, indexed, rows = await index_and_read(db, settings, tenant)
         index_s = time.perf_counter() - t0
-        if pending:
-            print(f"warning: {pending} vector outbox rows could not be applied", file=sys.stderr)
         print(f"indexed {indexed} points in {index_s:.1f} s", file=sys.stderr)
         rows_of: dict[str, list[Any]] = {}
         for r in rows:

@@ -50,9 +50,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import text as sql
-
-from bench.common import bench_database, evidence_outcome, fill, share
+from bench.common import bench_database, evidence_outcome, fill, index_and_read, share
 from schemas.items import ItemCreate
 from schemas.windows import WindowRequest
 from service.auth.service import Principal, create_key
@@ -63,7 +61,6 @@ from service.db.engine import create_database, session_scope
 from service.items.service import create_items
 from service.settings import Settings
 from service.tokenizer import build_tokenizer
-from service.vectors.recall import build_recall
 from service.windows.recall import relevance as rank_relevance
 from service.windows.service import build_window
 
@@ -168,28 +165,8 @@ async def main(args: argparse.Namespace) -> int:
 
         # 2. The vector outbox, applied by the app's worker.
         t0 = time.perf_counter()
-        recall = await build_recall(db, settings)
-        indexed = 0
-        if recall is not None:
-            indexed = await recall.worker.drain()
-        async with db.engine.connect() as conn:
-            pending = (await conn.execute(sql("SELECT count(*) FROM vector_outbox"))).scalar_one()
-            rows = (
-                (
-                    await conn.execute(
-                        sql(
-                            "SELECT id, user_id, observed_at, token_cost, content FROM context_item "
-                            "WHERE tenant_id = :t AND status = 'available'"
-                        ),
-                        {"t": tenant},
-                    )
-                )
-                .mappings()
-                .all()
-            )
+        recall, indexed, rows = await index_and_read(db, settings, tenant)
         index_s = time.perf_counter() - t0
-        if pending:
-            print(f"warning: {pending} vector outbox rows could not be applied", file=sys.stderr)
         rows_of: dict[str, list[Any]] = {}
         content_of = {str(r["id"]): r["content"] for r in rows}
         for r in rows:

@@ -253,7 +253,14 @@ async def main(args: argparse.Namespace) -> int:
                 async with db.sessionmaker() as s:
                     t0 = time.perf_counter()
                     found = await relevance(
-                        s, recall, settings, tenant_id=tenant, user_id=user, query=query, now=Clock().now()
+                        s,
+                        recall,
+                        settings,
+                        tenant_id=tenant,
+                        user_id=user,
+                        query=query,
+                        now=Clock().now(),
+                        documents=n_items,
                     )
                     dt = (time.perf_counter() - t0) * 1000
                     await s.rollback()

@@ -12,8 +12,10 @@ it, however stale the index is.
 from __future__ import annotations
 
 import asyncio
+import time
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -26,8 +28,9 @@ from service.vectors.recall import VectorRecall
 ACTIVE = ["available", "verified", "missing"]
 
 # The query's terms, most common last, are kept while the hits they would bring stay within $8: a term's
-# share of all indexed texts (PostgreSQL's own statistics of item_search.tsv, most_common_elems, refreshed by
-# ANALYZE) times the user's $7 items estimates how many of the user's texts hold it. Ranking every text
+# share of all indexed texts ($9 / $10: PostgreSQL's own statistics of item_search.tsv, most_common_elems,
+# refreshed by ANALYZE and read by ``term_shares``) times the user's $7 items estimates how many of the
+# user's texts hold it. Ranking every text
 # that holds a very common word is what would make a window slower as a user's memory grows, and such a
 # word says little about what is relevant (its inverse document frequency is near 0): a user with a few
 # thousand items keeps every term; one with 100,000 keeps the rarer ones, and a query made only of very
@@ -44,11 +47,7 @@ _LEXICAL = """
 WITH terms AS (
     SELECT t.lexeme, coalesce(st.f, 0) AS f
     FROM unnest(tsvector_to_array(ctxmem_tsv($3))) AS t(lexeme)
-    LEFT JOIN (
-        SELECT x.e, x.f FROM pg_stats s,
-             unnest(s.most_common_elems::text::text[], s.most_common_elem_freqs) AS x(e, f)
-        WHERE s.schemaname = current_schema() AND s.tablename = 'item_search' AND s.attname = 'tsv'
-    ) AS st ON st.e = t.lexeme
+    LEFT JOIN unnest($9::text[], $10::real[]) AS st(e, f) ON st.e = t.lexeme
 ),
 kept AS (
     SELECT lexeme FROM (SELECT lexeme, sum(f) OVER (ORDER BY f, lexeme) AS running FROM terms) AS r
@@ -82,6 +81,29 @@ ORDER BY t.r DESC, t.id DESC
 """
 
 
+_SHARES_SQL = """
+SELECT most_common_elems::text::text[] AS elems, most_common_elem_freqs AS freqs FROM pg_stats
+WHERE schemaname = current_schema() AND tablename = 'item_search' AND attname = 'tsv'
+"""
+# Read at most once a minute per process: planning a join with the pg_stats view costs more than the
+# ranking itself (~8 ms against ~1 ms), and the statistics change only when ANALYZE runs.
+SHARES_TTL_SECONDS = 60.0
+_shares: tuple[float, list[str], list[float]] | None = None
+
+
+async def term_shares(driver: Any) -> tuple[list[str], list[float]]:
+    """The most common lexemes of the lexical index and the share of indexed texts holding each (empty
+    before the first ANALYZE)."""
+    global _shares
+    now = time.monotonic()
+    if _shares is None or now - _shares[0] > SHARES_TTL_SECONDS:
+        row = await driver.fetchrow(_SHARES_SQL)
+        elems = list(row["elems"] or []) if row is not None else []
+        freqs = list(row["freqs"] or [])[: len(elems)] if row is not None else []
+        _shares = (now, elems, freqs)
+    return _shares[1], _shares[2]
+
+
 async def lexical_ranking(
     session: AsyncSession,
     *,
@@ -99,7 +121,10 @@ async def lexical_ranking(
     seconds the oldest change still queued for the indexes has waited (0: none), and how many of the
     query's terms were too common among the user's ``documents`` items to rank by (``max_hits``)."""
     driver = await driver_connection(session)
-    rows = await driver.fetch(_LEXICAL, tenant_id, user_id, query, limit, now, pending, documents, max_hits)
+    elems, freqs = await term_shares(driver)
+    rows = await driver.fetch(
+        _LEXICAL, tenant_id, user_id, query, limit, now, pending, documents, max_hits, elems, freqs
+    )
     hits = [(r["id"], float(r["r"])) for r in rows if r["id"] is not None]
     return hits, max(0.0, rows[0]["lag"] or 0.0), int(rows[0]["ignored"] or 0)
 
