@@ -274,7 +274,14 @@ async def main(args: argparse.Namespace) -> int:
 
         async with db.sessionmaker() as s:
             found = await relevance(
-                s, recall, settings, tenant_id=tenant, user_id=user, query=req.input, now=Clock().now()
+                s,
+                recall,
+                settings,
+                tenant_id=tenant,
+                user_id=user,
+                query=req.input,
+                now=Clock().now(),
+                documents=n_items,
             )
         retrieved_ids = list(found.scores)
         raw = await asyncpg.connect(plain_url(url))
