@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import contextlib
+import secrets
 import shutil
 import sys
 import tempfile
@@ -13,9 +14,13 @@ from typing import Any
 
 from sqlalchemy import text as sql
 
+from service.auth.service import Principal, create_key
+from service.clock import Clock
+from service.db import migrate
 from service.db.embedded import ensure_database, start_embedded
-from service.db.engine import Database
+from service.db.engine import Database, create_database, session_scope
 from service.settings import Settings
+from service.tokenizer import build_tokenizer
 from service.vectors.recall import VectorRecall, build_recall
 
 # The window renders each item as "- <text>\n" (scoring.window.LINE_OVERHEAD).
@@ -112,3 +117,23 @@ async def index_and_read(db: Database, settings: Settings, tenant: str) -> tuple
     if pending:
         print(f"warning: {pending} vector outbox rows could not be applied", file=sys.stderr)
     return recall, indexed, rows
+
+
+async def eval_tenant(
+    url: str, tmp: Path, *, embedder: str | None, vector_backend: str | None, prefix: str
+) -> tuple[Settings, Database, Any, str, Any]:
+    """What an eval runs against: settings on the run's database (with the embedder and vector backend
+    asked for), the migrated database, the tokenizer, a new tenant and an agent principal of it."""
+    overrides: dict[str, Any] = {"database_url": url, "data_dir": tmp}
+    if embedder:
+        overrides["embedder"] = embedder
+    if vector_backend:
+        overrides["vector_backend"] = vector_backend
+    settings = Settings(**overrides)
+    db = create_database(url, settings)
+    await migrate.upgrade(db.engine)
+    tokenizer = build_tokenizer(settings.tokenizer, cache_dir=settings.resolved_tokenizer_cache_dir)
+    tenant = f"{prefix}-{secrets.token_hex(3)}"
+    async with session_scope(db) as s:
+        key = await create_key(s, tenant_id=tenant, role="agent", name=None, now=Clock().now(), actor="bench")
+    return settings, db, tokenizer, tenant, Principal(tenant_id=tenant, key_id=key.id, role="agent")

@@ -43,7 +43,6 @@ import json
 import math
 import os
 import re
-import secrets
 import statistics
 import subprocess
 import sys
@@ -56,17 +55,13 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from bench.common import bench_database, evidence_outcome, fill, index_and_read, share
+from bench.common import bench_database, eval_tenant, evidence_outcome, fill, index_and_read, share
 from schemas.items import ItemCreate
 from schemas.windows import WindowRequest
-from service.auth.service import Principal, create_key
 from service.clock import Clock
 from service.context import RequestContext
-from service.db import migrate
-from service.db.engine import create_database, session_scope
+from service.db.engine import session_scope
 from service.items.service import create_items
-from service.settings import Settings
-from service.tokenizer import build_tokenizer
 from service.windows.service import build_window
 
 RESULTS = Path(__file__).parent / "results" / "locomo.json"
@@ -380,19 +375,9 @@ async def main(args: argparse.Namespace) -> int:
     if not questions:
         raise SystemExit("no questions left to ask")
     async with bench_database("ctxmem-locomo-", args.database_url) as (url, tmp):
-        overrides: dict[str, Any] = {"database_url": url, "data_dir": tmp}
-        if args.embedder:
-            overrides["embedder"] = args.embedder
-        if args.vector_backend:
-            overrides["vector_backend"] = args.vector_backend
-        settings = Settings(**overrides)
-        db = create_database(url, settings)
-        await migrate.upgrade(db.engine)
-        tokenizer = build_tokenizer(settings.tokenizer, cache_dir=settings.resolved_tokenizer_cache_dir)
-        tenant = f"bench-locomo-{secrets.token_hex(3)}"
-        async with session_scope(db) as s:
-            key = await create_key(s, tenant_id=tenant, role="agent", name=None, now=Clock().now(), actor="bench")
-        principal = Principal(tenant_id=tenant, key_id=key.id, role="agent")
+        settings, db, tokenizer, tenant, principal = await eval_tenant(
+            url, tmp, embedder=args.embedder, vector_backend=args.vector_backend, prefix="bench-locomo"
+        )
 
         # 1. Every turn through the real item service.
         t0 = time.perf_counter()

@@ -42,7 +42,6 @@ import argparse
 import asyncio
 import json
 import os
-import secrets
 import sys
 import time
 from collections import Counter
@@ -50,17 +49,13 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from bench.common import bench_database, evidence_outcome, fill, index_and_read, share
+from bench.common import bench_database, eval_tenant, evidence_outcome, fill, index_and_read, share
 from schemas.items import ItemCreate
 from schemas.windows import WindowRequest
-from service.auth.service import Principal, create_key
 from service.clock import Clock
 from service.context import RequestContext
-from service.db import migrate
-from service.db.engine import create_database, session_scope
+from service.db.engine import session_scope
 from service.items.service import create_items
-from service.settings import Settings
-from service.tokenizer import build_tokenizer
 from service.windows.recall import relevance as rank_relevance
 from service.windows.service import build_window
 
@@ -135,19 +130,9 @@ def print_table(title: str, rows_by_mode: dict[str, list[dict[str, Any]]], key: 
 async def main(args: argparse.Namespace) -> int:
     data = load(Path(args.data))
     async with bench_database("ctxmem-recall-eval-", args.database_url) as (url, tmp):
-        overrides: dict[str, Any] = {"database_url": url, "data_dir": tmp}
-        if args.embedder:
-            overrides["embedder"] = args.embedder
-        if args.vector_backend:
-            overrides["vector_backend"] = args.vector_backend
-        settings = Settings(**overrides)
-        db = create_database(url, settings)
-        await migrate.upgrade(db.engine)
-        tokenizer = build_tokenizer(settings.tokenizer, cache_dir=settings.resolved_tokenizer_cache_dir)
-        tenant = f"bench-recall-{secrets.token_hex(3)}"
-        async with session_scope(db) as s:
-            key = await create_key(s, tenant_id=tenant, role="agent", name=None, now=Clock().now(), actor="bench")
-        principal = Principal(tenant_id=tenant, key_id=key.id, role="agent")
+        settings, db, tokenizer, tenant, principal = await eval_tenant(
+            url, tmp, embedder=args.embedder, vector_backend=args.vector_backend, prefix="bench-recall"
+        )
 
         # 1. Every turn through the real item service.
         item_of: dict[str, str] = {}
