@@ -103,6 +103,14 @@ FROM (SELECT count(*) AS n, coalesce(bit_xor(version), 0) AS x
 """
 
 
+async def prefer_generic_plans(session: AsyncSession) -> None:
+    """For the rest of this transaction, run prepared statements on their generic plan. The window's
+    statements are the same every request and served by the same indexes whatever their parameters (the
+    partial indexes' predicates hold no parameter), yet PostgreSQL kept planning them anew each time
+    (custom plans): ~1.5 ms a statement, more than executing it (the cache check: 1.95 → 0.44 ms)."""
+    await (await driver_connection(session)).execute("SET LOCAL plan_cache_mode = force_generic_plan")
+
+
 async def window_items(
     session: AsyncSession,
     *,

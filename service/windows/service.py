@@ -125,6 +125,7 @@ async def build_window(ctx: RequestContext, user_id: str, req: WindowRequest) ->
         count(json.dumps(req.tools, sort_keys=True, separators=(",", ":"), ensure_ascii=False)) if req.tools else 0
     )
 
+    await repository.prefer_generic_plans(ctx.session)
     state = await _user_state(ctx, user_id, req, count)
     variant = state.variant(pin_goal=req.goal is None, pin_plan=req.plan is None)
     extra: list[Element] = []
