@@ -16,6 +16,7 @@ choice at request time within a token budget, preferring the sentences that shar
 # ruff: noqa: RUF001, RUF002, RUF003 - Chinese punctuation and curly quotes are what this module splits and matches on.
 from __future__ import annotations
 
+import functools
 import json
 import re
 from bisect import bisect_left
@@ -70,6 +71,13 @@ def _marker(left: int) -> str:
     return f" …[+{left} chars]"
 
 
+@functools.lru_cache(maxsize=4096)
+def _weighed(content: str) -> tuple[tuple[str, ...], tuple[Weight, ...]]:
+    """:func:`weigh`, remembered: the same items are focused turn after turn."""
+    sentences, weights = weigh(content)
+    return tuple(sentences), tuple(weights)
+
+
 def focused(content: str, query: frozenset[str], *, max_tokens: int, count: Callable[[str], int]) -> str | None:
     """The text of ``content`` to show for a query (:func:`query_terms`) within about ``max_tokens``: the
     sentences :func:`focus` picks, joined, with the marker saying how much was left out; ``None`` when no
@@ -77,7 +85,7 @@ def focused(content: str, query: frozenset[str], *, max_tokens: int, count: Call
     cut into sentences."""
     if not query or content.lstrip().startswith(("{", "[")):
         return None
-    sentences, weights = weigh(content)
+    sentences, weights = _weighed(content)
     if len(sentences) < 2 or not any(terms(s) & query for s in sentences):
         return None
     whole = content.strip()
