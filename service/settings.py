@@ -174,7 +174,8 @@ class Settings(BaseSettings):
     # weighted sum of min-max normalised scores (the lexical ranking's weight; the vector's is 1 minus it),
     # or "rrf", reciprocal-rank fusion with constant rrf_k; and how many candidates each ranking gives.
     fusion: Literal["convex", "rrf"] = "convex"
-    fusion_lexical_weight: float = Field(0.5, ge=0, le=1)
+    # unset: the embedder's own (hashing 0.7, minilm and http 0.5)
+    fusion_lexical_weight: float | None = Field(None, ge=0, le=1)
     rrf_k: int = Field(60, ge=1)
     # Which rankings relevance fuses: both (the default), or one of them (for evaluation and fallback).
     recall_mode: Literal["hybrid", "lexical", "vector"] = "hybrid"

@@ -71,6 +71,9 @@ class Embedder(Protocol):
     # Cosine similarity below which a hit says nothing for this embedder (unrelated texts still score a
     # little above 0); the window ignores such hits. Overridden by the ``vector_min_score`` setting.
     min_score: float
+    # The lexical ranking's weight when the two rankings are fused (convex), unless the
+    # ``fusion_lexical_weight`` setting says otherwise: how much full-text search should lead this embedder.
+    lexical_weight: float
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """One unit-length vector per text, in order."""

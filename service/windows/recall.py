@@ -222,13 +222,16 @@ def fuse(
     if settings.fusion == "rrf":
         return rrf([[i for i, _ in r] for r in (lexical, vector) if r is not None], k=settings.rrf_k)
     scored, floors, weights = [], [], []
+    w_lexical = settings.fusion_lexical_weight
+    if w_lexical is None:
+        w_lexical = recall.embedder.lexical_weight if recall is not None else 0.5
     if lexical is not None:
         scored.append(lexical)
         floors.append(0.0)
-        weights.append(settings.fusion_lexical_weight)
+        weights.append(w_lexical)
     if vector is not None:
         scored.append(vector)
         floor = settings.vector_min_score
         floors.append(floor if floor is not None else (recall.embedder.min_score if recall is not None else 0.0))
-        weights.append(1.0 - settings.fusion_lexical_weight)
+        weights.append(1.0 - w_lexical)
     return convex(scored, floors=floors, weights=weights)

@@ -389,3 +389,19 @@ async def test_unindexed_changes_are_searched_newest_first_up_to_a_cap(
             s, tenant_id=tenant.tenant_id, user_id="cap", query="walrus", limit=10, now=NOW, pending=2
         )
     assert {i for i, _ in hits} == set(ids)
+
+
+def test_the_fusion_weight_is_the_embedders_unless_set(settings: Settings) -> None:
+    """Full-text search leads the hashing embedder (itself a lexical signal: 0.7) and shares the say with a
+    sentence model (0.5); the setting overrides both."""
+    from types import SimpleNamespace
+
+    from service.windows.recall import fuse
+
+    lexical, vector = [("a", 2.0)], [("b", 0.95)]
+    hashing = SimpleNamespace(embedder=HashingEmbedder())
+    assert fuse(lexical, vector, settings, hashing) == pytest.approx({"a": 0.7, "b": 0.3})  # type: ignore[arg-type]
+    sentence = SimpleNamespace(embedder=SimpleNamespace(min_score=0.2, lexical_weight=0.5))
+    assert fuse(lexical, vector, settings, sentence) == pytest.approx({"a": 0.5, "b": 0.5})  # type: ignore[arg-type]
+    fixed = settings.model_copy(update={"fusion_lexical_weight": 0.2})
+    assert fuse(lexical, vector, fixed, hashing) == pytest.approx({"a": 0.2, "b": 0.8})  # type: ignore[arg-type]
