@@ -4,8 +4,9 @@ Relevance fuses two rankings of the user's items for the query — lexical (Post
 ``ts_rank``) and vector (cosine similarity in the index). Two fusions (``CTXMEM_FUSION``):
 
 * ``convex`` (default): a weighted sum of each ranking's min-max normalised scores, w · lexical +
-  (1 - w) · vector, w the embedder's (service/vectors/embedders.py) (Bruch et al., 2023). Normalising between a ranking's noise floor and this query's best
-  hit keeps how far the best hits stand out, so one strong match outweighs two weak ones.
+  (1 - w) · vector, w the embedder's (service/vectors/embedders.py) (Bruch et al., 2023). Normalising
+  between a ranking's noise floor and this query's best hit keeps how far the best hits stand out, so one
+  strong match outweighs two weak ones.
 * ``rrf``: reciprocal-rank fusion, score(d) = Σ 1 / (k + rank_r(d)), k = 60 (Cormack et al., 2009): no
   score calibration needed, but it sees ranks only.
 
