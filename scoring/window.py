@@ -406,7 +406,7 @@ def assemble_prepared(
     for gi in range(n_items):
         for i in g.members[gi]:
             group_of[i] = gi
-    stopped = _stopped(order, choice.at, g.hulls)
+    stopped = _stopped(order, choice.at)
 
     def lost(gi: int) -> str:
         d = next_density(g.hulls[gi], g.values[gi], choice.at[gi])
@@ -556,7 +556,7 @@ def _history_chains(units: Sequence[Unit], model: ValueModel) -> list[tuple[tupl
     return chains
 
 
-def _stopped(order: Sequence[tuple[float, int, int]], at: Sequence[int], hulls: Sequence[Sequence[Point]]) -> int:
+def _stopped(order: Sequence[tuple[float, int, int]], at: Sequence[int]) -> int:
     """The group whose step ended the selection (-1 if every step was taken)."""
     for _, e, k in order:
         if at[e] < k:
