@@ -152,6 +152,42 @@ async def applicable_count(driver: Any, args: tuple[Any, ...]) -> int:
     return n
 
 
+# The next newest applicable items older than the window's newest few: what a window with room to spare
+# shows next (service.windows.service: only when every candidate fitted whole). Active and unexpired.
+_OLDER_SQL = f"""
+SELECT {_COLUMNS} FROM context_item
+WHERE tenant_id = $1 AND user_id = $2 AND {_ACTIVE} AND scope IN ('user', 'global') AND NOT ({STANDING_ITEM})
+  AND {_DOMAINS.replace("$7", "$6")} AND id < $3 AND (expires_at IS NULL OR expires_at > $4)
+ORDER BY id DESC LIMIT $5
+"""
+
+
+async def older_items(
+    session: AsyncSession,
+    *,
+    tenant_id: str,
+    user_id: str,
+    before: Any,
+    domains: Sequence[str] | None,
+    now: Any,
+    limit: int,
+) -> list[Any]:
+    """Up to ``limit`` of the user's applicable non-standing items older than ``before`` (an id), newest
+    first, active and unexpired now."""
+    driver = await driver_connection(session)
+    rows = await driver.fetch(
+        _OLDER_SQL,
+        tenant_id,
+        user_id,
+        before,
+        now,
+        limit,
+        list(domains) if domains else None,
+        record_class=Row,
+    )
+    return await _with_levels(driver, tenant_id, rows)
+
+
 async def retrieved_items(
     session: AsyncSession,
     *,

@@ -29,7 +29,7 @@ from service.settings import Settings
 from service.tokenizer import Tokenizer
 from service.windows import recall, repository
 from service.windows.cache import CACHE
-from service.windows.state import UserState, retrieved_elements
+from service.windows.state import UserState, item_element, retrieved_elements
 
 
 class BudgetTooSmallError(ServiceError):
@@ -86,6 +86,12 @@ def cached_counter(tokenizer: Tokenizer) -> TokenCounter:
         _COUNTERS[tokenizer] = TokenCounter(tokenizer)
     return _COUNTERS[tokenizer]
 
+
+# A window that fitted every candidate whole with at least MIN_ROOM_TOKENS to spare reads up to
+# room / MIN_ITEM_TOKENS (at most MAX_OLDER_ITEMS) of the user's next older items and selects again.
+MIN_ROOM_TOKENS = 64
+MIN_ITEM_TOKENS = 8
+MAX_OLDER_ITEMS = 1_000
 
 _MODELS: dict[str, ValueModel] = {}
 
@@ -144,19 +150,46 @@ async def build_window(ctx: RequestContext, user_id: str, req: WindowRequest) ->
     longest_pinned = 2 * max(max(len(e.texts[0]) for e in extra), variant.longest_pinned) + 16
     repeats = variant.repeats(pinned_norm, longest_pinned)
     found, retrieved, left_out, applicable = await _retrieve(ctx, user_id, req, state, count)
-    outcome = assemble_prepared(
-        variant.prepared,
-        extra=extra,
-        loose_extra=retrieved,
-        relevance=found.scores,
-        repeats=repeats,
-        units=units,
-        budget=budget,
-        tools_tokens=tools_tokens,
-        count=count,
-        count_blocks=count.blocks if count.additive else None,
-        query=req.query or req.input,
-    )
+
+    def assemble(loose: Sequence[Element]) -> Any:
+        return assemble_prepared(
+            variant.prepared,
+            extra=extra,
+            loose_extra=loose,
+            relevance=found.scores,
+            repeats=repeats,
+            units=units,
+            budget=budget,
+            tools_tokens=tools_tokens,
+            count=count,
+            count_blocks=count.blocks if count.additive else None,
+            query=req.query or req.input,
+        )
+
+    outcome = assemble(retrieved)
+    # Room to spare, every candidate whole, and the user has older items: show the next newest of them
+    # (one more bounded read), as a sliding window would, rather than leave the budget unused.
+    room = budget - outcome.used if not isinstance(outcome, TooSmall) else 0
+    if room >= MIN_ROOM_TOKENS and outcome.cut == 0 and state.newest_floor is not None:
+        have = {e.id for e in retrieved}
+        rows = await repository.older_items(
+            ctx.session,
+            tenant_id=ctx.principal.tenant_id,
+            user_id=user_id,
+            before=state.newest_floor,
+            domains=sorted(set(req.domains)) if req.domains else None,
+            now=ctx.now,
+            limit=min(MAX_OLDER_ITEMS, room // MIN_ITEM_TOKENS),
+        )
+        older = [
+            item_element(r, user_id=user_id, count=count, model=state.model, day=state.day)
+            for r in rows
+            if str(r["id"]) not in have
+        ]
+        older = [e for e in older if not e.pinned]
+        if older:
+            applicable += len(older)
+            outcome = assemble([*retrieved, *older])
     if isinstance(outcome, TooSmall):
         raise BudgetTooSmallError(
             f"pinned content needs {outcome.required} tokens; the budget is {outcome.budget}",
@@ -290,6 +323,7 @@ async def _user_state(ctx: RequestContext, user_id: str, req: WindowRequest, cou
         count=count,
         model=value_model(settings),
         applicable=applicable,
+        recent=recent,
     )
     if clean:
         CACHE.put(key, state, max_entries=settings.window_cache_entries, max_rows=settings.window_cache_rows)

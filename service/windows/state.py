@@ -24,7 +24,7 @@ from scoring.profile import effective_profile
 from scoring.relevance import whole_days
 from scoring.scopes import SCOPE_ORDER, ScopeContext, Scoped, effective
 from scoring.window import Element, Prepared, pinned_element, prepare, profile_element
-from scoring.window_policy import ValueModel, place_item, profile_lines
+from scoring.window_policy import STANDING_STATUSES, STANDING_TYPES, ValueModel, place_item, profile_lines
 from service.profiles.service import _pure as pure_entry
 
 
@@ -35,6 +35,11 @@ def item_levels(row: Any, user_id: str, count: Callable[[str], int]) -> tuple[tu
     derived = derive_row_levels(row, user_id)
     texts, tokens = assemble_levels(row["content"], row["token_cost"], derived, [count(t) for t in derived])
     return tuple(texts), tuple(tokens)
+
+
+def standing(row: Any) -> bool:
+    """Whether a user- or global-scope item is among every window's standing candidates."""
+    return row["type"] in STANDING_TYPES or row["status"] in STANDING_STATUSES
 
 
 def item_element(
@@ -159,6 +164,7 @@ class UserState:
         count: Callable[[str], int],
         model: ValueModel,
         applicable: int,
+        recent: int = 0,
     ) -> None:
         self.version = version
         self.rows = len(rows) + len(entry_rows)
@@ -199,6 +205,9 @@ class UserState:
         self.contents = [r["content"] for r in live]
         # Every item fetched, live or not: retrieval fetches only items outside this set.
         self.known = frozenset(str(r["id"]) for r in rows)
+        # The oldest of the user's newest few (non-standing) items: older ones are read only on demand.
+        newest = [r["id"] for r in rows if r["scope"] in ("user", "global") and not standing(r)]
+        self.newest_floor = min(newest, default=None) if len(newest) >= recent else None
         self.orders = [(r["observed_at"], rid) for r, rid in zip(live, self.ids, strict=True)]
         self.related = {j: tuple(str(i) for i in r["related_ids"]) for j, r in enumerate(live) if r["related_ids"]}
         # The newest goal / plan item (rows come in id order), pinned when the request brings none.

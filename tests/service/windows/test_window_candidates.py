@@ -91,3 +91,21 @@ async def test_a_user_with_100k_items_costs_a_window_a_bounded_set_of_rows(
         args = (tenant.tenant_id, "big", "s1", "", "", "", None, settings.window_recent_items)
         plan = "\n".join(r[0] for r in await driver.fetch("EXPLAIN " + repository._ITEMS_SQL, *args))
     assert "ix_context_item_standing" in plan and "ix_context_item_scoped" in plan, plan
+
+
+async def test_a_window_with_room_to_spare_shows_older_items_too(
+    client: httpx.AsyncClient, tenant: TenantKeys, settings: Settings
+) -> None:
+    """More items than the newest few, none matching the query, and a budget that holds them all: the window
+    reads the older ones too rather than leave the budget unused."""
+    n = settings.window_recent_items + 30
+    ids = await seed(
+        client,
+        tenant,
+        "roomy",
+        [{"type": "episode", "source": "summary", "content": f"Old turn {i}."} for i in range(n)],
+    )
+    w = await window(client, tenant, "roomy", input="qqqq", max_tokens=20_000)
+    assert set(ids) <= set(placed(w)) and w["mode"] == "full" and w["not_retrieved"] == 0
+    tight = await window(client, tenant, "roomy", input="qqqq", max_tokens=300)
+    assert tight["tokens"]["used"] <= 300 and tight["not_retrieved"] > 0  # no room: only the candidates
