@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import secrets
 import shutil
 import sys
@@ -137,3 +138,16 @@ async def eval_tenant(
     async with session_scope(db) as s:
         key = await create_key(s, tenant_id=tenant, role="agent", name=None, now=Clock().now(), actor="bench")
     return settings, db, tokenizer, tenant, Principal(tenant_id=tenant, key_id=key.id, role="agent")
+
+
+async def write_and_close(
+    result: Mapping[str, Any], path: str | Path, recall: VectorRecall | None, db: Database
+) -> Path:
+    """An eval's end: its result as JSON at ``path`` (parents made), then the vector index and database closed."""
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
+    if recall is not None:
+        await recall.index.close()
+    await db.dispose()
+    return out

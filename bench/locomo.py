@@ -55,7 +55,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from bench.common import bench_database, eval_tenant, evidence_outcome, fill, index_and_read, share
+from bench.common import bench_database, eval_tenant, evidence_outcome, fill, index_and_read, share, write_and_close
 from schemas.items import ItemCreate
 from schemas.windows import WindowRequest
 from service.clock import Clock
@@ -586,13 +586,8 @@ async def main(args: argparse.Namespace) -> int:
             "warnings": dict(warnings),
             "per_question": per_question,
         }
-        out_path = Path(args.output)
-        out_path.parent.mkdir(parents=True, exist_ok=True)
-        out_path.write_text(json.dumps(result, indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
+        out_path = await write_and_close(result, args.output, recall, db)
         print(f"results: {out_path}", file=sys.stderr)
-        if recall is not None:
-            await recall.index.close()
-        await db.dispose()
         return 0
 
 

@@ -49,7 +49,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from bench.common import bench_database, eval_tenant, evidence_outcome, fill, index_and_read, share
+from bench.common import bench_database, eval_tenant, evidence_outcome, fill, index_and_read, share, write_and_close
 from schemas.items import ItemCreate
 from schemas.windows import WindowRequest
 from service.clock import Clock
@@ -267,12 +267,7 @@ async def main(args: argparse.Namespace) -> int:
             "warnings": dict(warnings),
             "per_question": {"window": window, "ranking": ranking},
         }
-        out = Path(args.output)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(result, indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
-        if recall is not None:
-            await recall.index.close()
-        await db.dispose()
+        await write_and_close(result, args.output, recall, db)
         return 0
 
 
