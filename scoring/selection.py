@@ -20,7 +20,7 @@ value moves only its own steps earlier, so it never lowers that element's level.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 # Relative tolerance of the hull: a middle point must lie above the chord of its neighbours by more than
@@ -67,11 +67,13 @@ def hull(points: Sequence[Point]) -> tuple[Point, ...]:
 @dataclass(frozen=True, slots=True)
 class Choice:
     """What the selection gave: per element the index into its hull (-1: left out), the value per token of
-    the first step not taken (0.0 when every step was taken), and the tokens used."""
+    the first step not taken (0.0 when every step was taken), the tokens used, and the element whose step
+    was the first not taken (-1 when every step was taken)."""
 
     at: list[int]
     cut: float
     used: int
+    stopped: int = -1
 
 
 def steps_order(values: Sequence[float], rates: Sequence[Sequence[float]]) -> list[tuple[float, int, int]]:
@@ -85,6 +87,21 @@ def steps_order(values: Sequence[float], rates: Sequence[Sequence[float]]) -> li
     ]
     keyed.sort()
     return [(-d, e, k) for d, e, k in keyed]
+
+
+def steps_keys(
+    values: Sequence[float], rates: Sequence[Sequence[float]], elements: Iterable[int] | None = None
+) -> list[tuple[float, int, int]]:
+    """The steps of ``elements`` (default: all) as sort keys, unsorted: (minus value per token, element,
+    step index). Sorted, keys of all elements give :func:`steps_order`'s order with the value per token
+    negated; a caller that keeps sorted keys of elements whose values do not change can merge in the
+    others' (the order is a total one)."""
+    out = []
+    for e in range(len(values)) if elements is None else elements:
+        v = values[e]
+        for k, r in enumerate(rates[e]):
+            out.append((-INFINITE if r == INFINITE else -(v * r), e, k))
+    return out
 
 
 def rates_of(h: Sequence[Point]) -> tuple[float, ...]:
@@ -124,6 +141,39 @@ def take(
         if k == 0 and entered is not None:
             entered(e)
     return Choice(at, cut, used)
+
+
+def take_keyed(
+    hulls: Sequence[Sequence[Point]],
+    keys: Sequence[tuple[float, int, int]],
+    *,
+    budget: int,
+    used: int,
+    sections: Sequence[Iterable[str]],
+    header_tokens: Mapping[str, int],
+    visible: Iterable[str],
+) -> Choice:
+    """:func:`take` over sorted :func:`steps_keys`, where an element entering the window first pays the
+    headings of its ``sections`` not ``visible`` yet (``header_tokens`` each); the same choice as
+    :func:`take` over :func:`steps_order` with the matching ``entry_cost`` and ``entered``."""
+    at = [-1] * len(hulls)
+    shown = set(visible)
+    for key, e, k in keys:
+        h = hulls[e]
+        if k:
+            step = h[k].cost - h[k - 1].cost
+        else:
+            step = h[0].cost
+            for s in sections[e]:
+                if s not in shown:
+                    step += header_tokens[s]
+        if used + step > budget:
+            return Choice(at, -key, used, e)
+        used += step
+        at[e] = k
+        if not k:
+            shown.update(sections[e])
+    return Choice(at, 0.0, used)
 
 
 def next_density(h: Sequence[Point], value: float, at: int) -> float | None:

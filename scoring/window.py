@@ -23,13 +23,15 @@ request only for the selection itself.
 from __future__ import annotations
 
 import hashlib
+import operator
 from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from scoring.compress import focused, query_terms
 from scoring.history import Unit
-from scoring.selection import Point, hull, next_density, rates_of, steps_order, take
+from scoring.selection import INFINITE, Point, hull, rates_of, steps_keys, take_keyed
 from scoring.window_policy import DEFAULT_MODEL, ProfileLine, ValueModel
 
 SECTIONS: tuple[tuple[str, str], ...] = (
@@ -71,8 +73,7 @@ class Element:
     verbatim: bool = False  # rendered as is, without "- " (the latest input)
 
 
-@dataclass(frozen=True)
-class Placed:
+class Placed(NamedTuple):
     id: str
     level: int
     tokens: int
@@ -200,8 +201,9 @@ def parts_of(e: Element, model: ValueModel) -> Parts:
 
 class Prepared:
     """The elements of a window with what does not depend on the request worked out: line tokens and value
-    shares per level, each element's hull, groups, render order. Read-only once built, so one instance can
-    serve concurrent requests."""
+    shares per level, each element's hull, groups, render order, and the selection's steps with every
+    element at the relevance floor (a request redoes only the groups its relevance or repeats touch).
+    Read-only once built, so one instance can serve concurrent requests."""
 
     def __init__(self, elements: Sequence[Element], model: ValueModel = DEFAULT_MODEL) -> None:
         self.model = model
@@ -228,19 +230,51 @@ class Prepared:
                 members[named[e.group]].append(i)
         self.members = [tuple(m) for m in members]
         self.group_sections = [frozenset(loose[i].section for i in m) for m in self.members]
+        self.group_of = [0] * len(loose)
+        for gi, m in enumerate(self.members):
+            for i in m:
+                self.group_of[i] = gi
+        # The selection at the relevance floor, with only the elements' own repeats: values, each group's
+        # options and value, and its steps in order (``selection.steps_keys``).
+        self.floor = model.relevance_factor(0.0)
+        self.values = [b * self.floor for b in self.base]
+        self.fixed = frozenset(i for i, e in enumerate(loose) if e.repeats)
+        self.twin = {i: e.repeats for i, e in enumerate(loose) if e.repeats}
+        self.hulls: list[tuple[Point, ...]] = []
+        self.rates: list[tuple[float, ...]] = []
+        self.group_values: list[float] = []
+        for m in self.members:
+            h, r, v = _options(m, self.parts, self.values, self.fixed)
+            self.hulls.append(h)
+            self.rates.append(r)
+            self.group_values.append(v)
+        self.keys = steps_keys(self.group_values, self.rates)
+        self.keys.sort()
+        # (group, hull index) → what its next step is worth, as ``_worth`` says it: filled as requests
+        # need it (the same for every request that leaves the group's value alone).
+        self.worth: dict[tuple[int, int], tuple[float, str, str]] = {}
         by_section: dict[str, list[tuple[Element, int]]] = {}
         for e in self.pinned:
             by_section.setdefault(e.section, []).append((e, -1))
         for i, e in enumerate(loose):
             by_section.setdefault(e.section, []).append((e, i))
-        self.render: dict[str, list[tuple[Element, int]]] = {}
+        # Per section, its elements in render order, each with its render key.
+        self.render: dict[str, list[tuple[Element, int, tuple[Any, ...]]]] = {}
         self.unsorted: set[str] = set()  # sections whose orders do not compare: sorted (and failing) at render
         for name, entries in by_section.items():
+            keyed = [(e, i, _render_key(e)) for e, i in entries]
             try:
-                self.render[name] = sorted(entries, key=lambda entry: _render_key(entry[0]))
+                keyed.sort(key=_third)
             except TypeError:
-                self.render[name] = entries
+                keyed = [(e, i, _render_key(e)) for e, i in entries]
                 self.unsorted.add(name)
+            self.render[name] = keyed
+
+
+_third = operator.itemgetter(2)
+_dropped = "dropped: over budget ({})".format
+_DROPPED = {name: _dropped(name) for name, _ in SECTIONS}
+_ONE_SECTION = {name: frozenset((name,)) for name, _ in SECTIONS}
 
 
 def prepare(elements: Sequence[Element], model: ValueModel = DEFAULT_MODEL) -> Prepared:
@@ -268,15 +302,29 @@ def assemble(
     )
 
 
-@dataclass
-class _Groups:
-    """The request's selection problem: per group its members, hull and value (history chains last)."""
-
-    members: list[tuple[int, ...]]
-    hulls: list[tuple[Point, ...]]
-    values: list[float]
-    sections: list[frozenset[str]]
-    rates: list[tuple[float, ...]]
+def _options(
+    m: tuple[int, ...], parts: Sequence[Parts], values: Sequence[float], fixed: AbstractSet[int]
+) -> tuple[tuple[Point, ...], tuple[float, ...], float]:
+    """A group's hull, step rates and value for this request (related items, else one element). An element
+    that repeats pinned text offers only its index line; a group's levels move its members together
+    (members that repeat stay at L4), each level worth the members' values at it."""
+    if len(m) == 1:
+        i = m[0]
+        pt = parts[i]
+        if i in fixed:
+            h = hull([Point(pt.lines[4], pt.shares[4], 4)])
+            return h, rates_of(h), values[i]
+        return pt.hull, pt.rates, values[i]
+    total = sum(values[i] for i in m)
+    weight = {i: (values[i] / total if total > 0 else 1 / len(m)) for i in m}
+    points = []
+    for lvl in range(5):
+        at = {i: 4 if i in fixed else lvl for i in m}
+        points.append(
+            Point(sum(parts[i].lines[at[i]] for i in m), sum(weight[i] * parts[i].shares[at[i]] for i in m), lvl)
+        )
+    h = hull(points)
+    return h, rates_of(h), total
 
 
 def assemble_prepared(
@@ -329,65 +377,108 @@ def assemble_prepared(
     parts = p.parts
     base = p.base
     index = p.index
+    values = list(p.values)
     if loose_extra:
         index = dict(p.index)
         parts = list(parts)
         base = list(base)
+        floor = p.floor
         for k, e in enumerate(loose_extra):
             if e.id in index:
                 raise ValueError(f"duplicate element id {e.id!r}")
             index[e.id] = n0 + k
             pt = parts_of(e, model)
             parts.append(pt)
-            base.append(e.value * pt.size)
-    lines = [pt.lines for pt in parts]
+            b = e.value * pt.size
+            base.append(b)
+            values.append(b * floor)
+    # Groups of prepared elements whose value or options this request changes.
+    group_of = p.group_of
+    dirty: set[int] = set()
     rel = relevance or {}
-    floor = model.relevance_factor(0.0)
-    values = [b * floor for b in base]
+    factor = model.relevance_factor
     for eid, r in rel.items():
         i = index.get(eid)
         if i is not None:
-            values[i] = base[i] * model.relevance_factor(r)
-    fixed = {i for i, e in enumerate(loose) if e.repeats}  # an index line at most
-    twin = {i: e.repeats for i, e in enumerate(loose) if e.repeats}
-    for eid, pin in (repeats or {}).items():
-        i = index.get(eid)
-        if i is not None and i not in fixed:
-            fixed.add(i)
-            twin[i] = pin
+            values[i] = base[i] * factor(r)
+            if i < n0:
+                dirty.add(group_of[i])
+    # An index line at most: elements repeating pinned text, by their own say, then by the request's.
+    fixed: AbstractSet[int] = p.fixed
+    twin: Mapping[int, str] = p.twin
+    own = [(n0 + k, e.repeats) for k, e in enumerate(loose_extra) if e.repeats]
+    asked = [(index[eid], pin) for eid, pin in (repeats or {}).items() if eid in index]
+    if own or asked:
+        fixed_set, twin_map = set(p.fixed), dict(p.twin)
+        for i, pin in (*own, *asked):
+            if i not in fixed_set:
+                fixed_set.add(i)
+                twin_map[i] = pin
+                if i < n0:
+                    dirty.add(group_of[i])
+        fixed, twin = fixed_set, twin_map
 
-    g = _groups(p, loose, parts, values, fixed, n0)
+    # The selection problem: per group its members, options, value and sections (history chains last).
+    n_prepared = len(p.members)
+    members = [*p.members, *((i,) for i in range(n0, len(loose)))]
+    hulls = list(p.hulls)
+    rates = list(p.rates)
+    group_values = list(p.group_values)
+    for gi in dirty:
+        hulls[gi], rates[gi], group_values[gi] = _options(members[gi], parts, values, fixed)
+    sections = list(p.group_sections)
+    for i in range(n0, len(loose)):
+        if i in fixed:
+            h, r, v = _options((i,), parts, values, fixed)
+        else:
+            pt = parts[i]
+            h, r, v = pt.hull, pt.rates, values[i]
+        hulls.append(h)
+        rates.append(r)
+        group_values.append(v)
+        section = loose[i].section
+        sections.append(_ONE_SECTION.get(section) or frozenset((section,)))
     chains = _history_chains(units, model)
     for kept_units, h, v in chains:
-        g.members.append(kept_units)
-        g.hulls.append(h)
-        g.values.append(v)
-        g.sections.append(frozenset())
-        g.rates.append(rates_of(h))
-    n_items = len(g.members) - len(chains)
-    order = steps_order(g.values, g.rates)
+        members.append(kept_units)
+        hulls.append(h)
+        rates.append(rates_of(h))
+        group_values.append(v)
+        sections.append(frozenset())
+    n_items = len(members) - len(chains)
+    # Every step in order: the prepared ones of unchanged groups (already sorted), then the rest.
+    order = [key for key in p.keys if key[1] not in dirty] if dirty else list(p.keys)
+    order += steps_keys(group_values, rates, sorted(dirty))
+    order += steps_keys(group_values, rates, range(n_prepared, len(members)))
+    order.sort()
 
     query_words = query_terms(query) if query else frozenset()
     goal = budget
     while True:
-        choice = take(
-            g.hulls, order, budget=goal, used=pinned_cost, **_headers(g.sections, header_tokens, pinned_sections)
-        )
+        choice = take_keyed(
+            hulls, order, budget=goal, used=pinned_cost, sections=sections, header_tokens=header_tokens,
+            visible=pinned_sections,
+        )  # fmt: skip
+        at = choice.at
         level = [-1] * len(loose)  # -1: left out
         for gi in range(n_items):
-            k = choice.at[gi]
+            k = at[gi]
             if k < 0:
                 continue
-            lvl = g.hulls[gi][k].level
-            for i in g.members[gi]:
+            lvl = hulls[gi][k].level
+            m = members[gi]
+            if len(m) == 1 and m[0] not in fixed:
+                level[m[0]] = lvl
+                continue
+            for i in m:
                 level[i] = 4 if i in fixed else lvl
         dropped_units: set[int] = set()
         for c, (chain_units, h, _) in enumerate(chains):
-            k = choice.at[n_items + c]
+            k = at[n_items + c]
             keep = h[k].level if k >= 0 else 0
             dropped_units.update(chain_units[keep:])
         shown = _focus(loose, level, fixed, rel, query_words, count) if query_words else {}
-        blocks, sections, prefix_blocks = _render(p, loose, n0, level, extra, shown)
+        blocks, placed_by_section, prefix_blocks = _render(p, loose, n0, level, extra, shown)
         text = "".join(blocks)
         kept = tuple(i for i in range(len(units)) if i not in dropped_units)
         messages_tokens = sum(units[i].tokens for i in kept)
@@ -397,59 +488,72 @@ def assemble_prepared(
             break
         # The estimate was optimistic (tokens can merge across line boundaries): tighten by the overshoot
         # and select again; if nothing is left to give, the pinned content itself does not fit.
-        if all(k < 0 for k in choice.at):
+        if all(k < 0 for k in at):
             return BudgetTooSmall(required=used, budget=budget)
         goal = min(goal, choice.used) - (used - budget)
 
     left = goal - choice.used
-    group_of = [0] * len(loose)
-    for gi in range(n_items):
-        for i in g.members[gi]:
-            group_of[i] = gi
-    stopped = _stopped(order, choice.at)
+    stopped = choice.stopped
+    cut = choice.cut * 1000
+    cut_s = f"{cut:.3g}"
+    at_cut = cut * (1 - 1e-9)
+    did_not_fit = f"its next step did not fit in the {left} tokens left"
+
+    memo = p.worth
 
     def lost(gi: int) -> str:
-        d = next_density(g.hulls[gi], g.values[gi], choice.at[gi])
+        """Why a group holds its level: what its next step was worth against this window's cut."""
         if gi == stopped:
-            return f"its next step did not fit in the {left} tokens left"
-        worth, cut = (0.0 if d is None else d * 1000), choice.cut * 1000
-        if worth >= cut * (1 - 1e-9):
-            return f"its next step, worth {worth:.3g} per 1k tokens, came at this window's cut"
-        return f"its next step was worth {worth:.3g} per 1k tokens, under this window's cut of {cut:.3g}"
+            return did_not_fit
+        a = at[gi]
+        if gi < n_prepared and gi not in dirty:
+            found = memo.get((gi, a))
+            if found is None:
+                found = memo[gi, a] = _worth(hulls[gi], group_values[gi], a)
+        else:
+            found = _worth(hulls[gi], group_values[gi], a)
+        worth, came, under = found
+        return came if worth >= at_cut else under + cut_s
 
-    def relevance_note(eid: str) -> str:
-        r = rel.get(eid)
-        return f"; relevance {r:.2f}" if r else ""
-
-    compressed = any(level[i] > 0 and i not in fixed for i in range(len(loose)))
-    cut_down = any(level[i] < 0 or (level[i] == 4 and i not in fixed) for i in range(len(loose)))
-    mode = "compact" if cut_down else ("balanced" if compressed or dropped_units else "full")
+    rel_get = rel.get
+    item_group = [*group_of, *range(n_prepared, n_prepared + len(loose) - n0)]
+    compressed = cut_down = False
     placed_sections = []
-    for name, title, items in sections:
+    for name, title, items in placed_by_section:
         placed = []
+        section_tokens = header_tokens[name]
         for e, i, lvl in items:
             if i < 0:
-                placed.append(Placed(e.id, 0, _line_tokens(e, 0), e.reason, 0.0))
+                tokens = e.tokens[0] + (0 if e.verbatim else LINE_OVERHEAD)
+                placed.append(Placed(e.id, 0, tokens, e.reason, 0.0))
+                section_tokens += tokens
                 continue
-            note = relevance_note(e.id)
+            r = rel_get(e.id)
+            note = f"; relevance {r:.2f}" if r else ""
             if i in fixed:
                 reason = f"{e.reason}{note}; index line (L4), repeats pinned {twin[i]}"
             elif lvl == 0:
                 reason = f"{e.reason}{note}; kept whole"
             else:
                 focus_note = ", the sentences that match the query" if i in shown else ""
-                reason = f"{e.reason}{note}; {LEVEL_NAMES[lvl]} (L{lvl}){focus_note}: {lost(group_of[i])}"
-            tokens = count(shown[i]) + LINE_OVERHEAD if i in shown else lines[i][lvl]
+                reason = f"{e.reason}{note}; {LEVEL_NAMES[lvl]} (L{lvl}){focus_note}: {lost(item_group[i])}"
+            tokens = count(shown[i]) + LINE_OVERHEAD if i in shown else parts[i].lines[lvl]
             placed.append(Placed(e.id, lvl, tokens, reason, round(values[i], 6)))
-        section_tokens = header_tokens[name] + sum(x.tokens for x in placed)
+            section_tokens += tokens
         placed_sections.append(SectionOut(name, title, section_tokens, tuple(placed)))
-    omitted = tuple(
-        sorted(
-            (e.id, f"dropped: over budget ({e.section}){relevance_note(e.id)}; {lost(group_of[i])}")
-            for i, e in enumerate(loose)
-            if level[i] < 0
-        )
-    )
+    dropped = []
+    for i, lvl in enumerate(level):
+        if lvl > 0 and i not in fixed:
+            compressed = True
+            cut_down = cut_down or lvl == 4
+        elif lvl < 0:
+            cut_down = True
+            e = loose[i]
+            r = rel_get(e.id)
+            note = f"; relevance {r:.2f}" if r else ""
+            dropped.append((e.id, f"{_DROPPED.get(e.section) or _dropped(e.section)}{note}; {lost(item_group[i])}"))
+    dropped.sort()
+    mode = "compact" if cut_down else ("balanced" if compressed or dropped_units else "full")
     prefix = "".join(prefix_blocks)
     prefix_tokens = (count(prefix) if count_blocks is None else count_blocks(prefix_blocks)) if prefix else 0
     unit_msgs = tuple(sorted(idx for i in kept for idx in units[i].indexes))
@@ -458,7 +562,7 @@ def assemble_prepared(
         text=text,
         sections=tuple(placed_sections),
         kept_messages=unit_msgs,
-        omitted=omitted,
+        omitted=tuple(dropped),
         used=used,
         text_tokens=text_tokens,
         messages_tokens=messages_tokens,
@@ -468,66 +572,6 @@ def assemble_prepared(
         prefix_hash="sha256:" + hashlib.sha256(prefix.encode()).hexdigest(),
         cut=round(choice.cut * 1000, 6),
     )
-
-
-def _groups(
-    p: Prepared,
-    loose: Sequence[Element],
-    parts: Sequence[Parts],
-    values: Sequence[float],
-    fixed: set[int],
-    n0: int,
-) -> _Groups:
-    """Per group (related items, else one element): its members, hull, step rates and value for this
-    request. An element that repeats pinned text offers only its index line; a group's levels move its
-    members together (members that repeat stay at L4), each level worth the members' values at it."""
-    members = [*p.members, *((i,) for i in range(n0, len(loose)))]
-    hulls: list[tuple[Point, ...]] = []
-    rates: list[tuple[float, ...]] = []
-    out_values: list[float] = []
-    sections = [*p.group_sections, *(frozenset((loose[i].section,)) for i in range(n0, len(loose)))]
-    for m in members:
-        if len(m) == 1:
-            i = m[0]
-            pt = parts[i]
-            if i in fixed:
-                h = hull([Point(pt.lines[4], pt.shares[4], 4)])
-                hulls.append(h)
-                rates.append(rates_of(h))
-            else:
-                hulls.append(pt.hull)
-                rates.append(pt.rates)
-            out_values.append(values[i])
-            continue
-        total = sum(values[i] for i in m)
-        weight = {i: (values[i] / total if total > 0 else 1 / len(m)) for i in m}
-        points = []
-        for lvl in range(5):
-            at = {i: 4 if i in fixed else lvl for i in m}
-            points.append(
-                Point(sum(parts[i].lines[at[i]] for i in m), sum(weight[i] * parts[i].shares[at[i]] for i in m), lvl)
-            )
-        h = hull(points)
-        hulls.append(h)
-        rates.append(rates_of(h))
-        out_values.append(total)
-    return _Groups(members, hulls, out_values, sections, rates)
-
-
-def _headers(
-    sections: Sequence[frozenset[str]], header_tokens: Mapping[str, int], pinned_sections: frozenset[str]
-) -> dict[str, Callable[[int], Any]]:
-    """What a group costs in headings when it first enters the window (its sections not shown yet), and
-    the bookkeeping when it does."""
-    visible = set(pinned_sections)
-
-    def entry_cost(gi: int) -> int:
-        return sum(header_tokens[s] for s in sections[gi] if s not in visible)
-
-    def entered(gi: int) -> None:
-        visible.update(sections[gi])
-
-    return {"entry_cost": entry_cost, "entered": entered}
 
 
 def _history_chains(units: Sequence[Unit], model: ValueModel) -> list[tuple[tuple[int, ...], tuple[Point, ...], float]]:
@@ -556,18 +600,10 @@ def _history_chains(units: Sequence[Unit], model: ValueModel) -> list[tuple[tupl
     return chains
 
 
-def _stopped(order: Sequence[tuple[float, int, int]], at: Sequence[int]) -> int:
-    """The group whose step ended the selection (-1 if every step was taken)."""
-    for _, e, k in order:
-        if at[e] < k:
-            return e
-    return -1
-
-
 def _focus(
     loose: Sequence[Element],
     level: Sequence[int],
-    fixed: set[int],
+    fixed: AbstractSet[int],
     rel: Mapping[str, float],
     query_words: frozenset[str],
     count: Callable[[str], int],
@@ -587,6 +623,22 @@ def _focus(
     return out
 
 
+def _worth(h: Sequence[Point], value: float, at: int) -> tuple[float, str, str]:
+    """The value per 1k tokens of the step a group at hull index ``at`` did not take (0 at its top option),
+    and how a reason says it: when it came at the window's cut, and (to be followed by the cut) under it."""
+    if at + 1 >= len(h):
+        worth = 0.0
+    else:
+        prev_cost, prev_share = (h[at].cost, h[at].share) if at >= 0 else (0, 0.0)
+        dc = h[at + 1].cost - prev_cost
+        worth = (INFINITE if dc <= 0 else value * (h[at + 1].share - prev_share) / dc) * 1000
+    return (
+        worth,
+        f"its next step, worth {worth:.3g} per 1k tokens, came at this window's cut",
+        f"its next step was worth {worth:.3g} per 1k tokens, under this window's cut of ",
+    )
+
+
 def _render(
     p: Prepared,
     loose: Sequence[Element],
@@ -595,25 +647,35 @@ def _render(
     extra: Sequence[Element],
     shown: Mapping[int, str],
 ) -> tuple[list[str], list[tuple[str, str, list[tuple[Element, int, int]]]], list[str]]:
-    add: dict[str, list[tuple[Element, int]]] = {}
+    add: dict[str, list[tuple[Element, int, tuple[Any, ...]]]] = {}
     for e in extra:
-        add.setdefault(e.section, []).append((e, -1))
+        add.setdefault(e.section, []).append((e, -1, _render_key(e)))
     for i in range(n0, len(loose)):
-        add.setdefault(loose[i].section, []).append((loose[i], i))
+        if level[i] >= 0:
+            e = loose[i]
+            add.setdefault(e.section, []).append((e, i, _render_key(e)))
     blocks: list[str] = []
     prefix_blocks: list[str] = []
     sections: list[tuple[str, str, list[tuple[Element, int, int]]]] = []
     for name, title in SECTIONS:
         entries = p.render.get(name, ())
-        members = [(e, i) for e, i in entries if i < 0 or level[i] >= 0]
+        members = [entry for entry in entries if entry[1] < 0 or level[entry[1]] >= 0]
         if name in add or name in p.unsorted:
-            members += [(e, i) for e, i in add.get(name, ()) if i < 0 or level[i] >= 0]
-            members.sort(key=lambda entry: _render_key(entry[0]))
+            members += add.get(name, ())
+            members.sort(key=_third)
         if not members:
             continue
-        placed = [(e, i, 0 if i < 0 else level[i]) for e, i in members]
-        lines = [f"- {shown[i]}\n" if i in shown else _render_line(e, lvl) for e, i, lvl in placed]
-        block = HEADERS[name] + "".join(lines) + "\n"
+        placed = [(e, i, 0 if i < 0 else level[i]) for e, i, _ in members]
+        lines = [HEADERS[name]]
+        for e, i, lvl in placed:
+            if i in shown:
+                lines.append(f"- {shown[i]}\n")
+            elif e.verbatim:
+                lines.append(f"{e.texts[lvl]}\n")
+            else:
+                lines.append(f"- {e.texts[lvl]}\n")
+        lines.append("\n")
+        block = "".join(lines)
         blocks.append(block)
         if name in PREFIX_SECTIONS:
             prefix_blocks.append(block)
