@@ -429,12 +429,12 @@ def assemble_prepared(
     sections = list(p.group_sections)
     for i in range(n0, len(loose)):
         if i in fixed:
-            h, r, v = _options((i,), parts, values, fixed)
+            h, step_rates, v = _options((i,), parts, values, fixed)
         else:
             pt = parts[i]
-            h, r, v = pt.hull, pt.rates, values[i]
+            h, step_rates, v = pt.hull, pt.rates, values[i]
         hulls.append(h)
-        rates.append(r)
+        rates.append(step_rates)
         group_values.append(v)
         section = loose[i].section
         sections.append(_ONE_SECTION.get(section) or frozenset((section,)))
@@ -528,8 +528,8 @@ def assemble_prepared(
                 placed.append(Placed(e.id, 0, tokens, e.reason, 0.0))
                 section_tokens += tokens
                 continue
-            r = rel_get(e.id)
-            note = f"; relevance {r:.2f}" if r else ""
+            rv = rel_get(e.id)
+            note = f"; relevance {rv:.2f}" if rv else ""
             if i in fixed:
                 reason = f"{e.reason}{note}; index line (L4), repeats pinned {twin[i]}"
             elif lvl == 0:
@@ -549,8 +549,8 @@ def assemble_prepared(
         elif lvl < 0:
             cut_down = True
             e = loose[i]
-            r = rel_get(e.id)
-            note = f"; relevance {r:.2f}" if r else ""
+            rv = rel_get(e.id)
+            note = f"; relevance {rv:.2f}" if rv else ""
             dropped.append((e.id, f"{_DROPPED.get(e.section) or _dropped(e.section)}{note}; {lost(item_group[i])}"))
     dropped.sort()
     mode = "compact" if cut_down else ("balanced" if compressed or dropped_units else "full")
