@@ -170,6 +170,10 @@ class Settings(BaseSettings):
     # A change that fails this many times on its own (the index and embedder working) is set aside.
     outbox_max_attempts: int = Field(8, ge=1, le=1000)
     vector_max_lag_seconds: float = Field(30.0, gt=0)
+    # The embedded index (edge) builds HNSW graphs in a child process once this many points were written
+    # since its last build and some user has this many points (a user's search is otherwise an exact scan
+    # of their points: ~0.3 ms a thousand); 0 never builds (service/vectors/qdrant_edge.py).
+    vector_build_threshold: int = Field(20_000, ge=0)
     # Hybrid relevance: how the lexical and vector rankings are fused (scoring/relevance.py): "convex", a
     # weighted sum of min-max normalised scores (the lexical ranking's weight; the vector's is 1 minus it),
     # or "rrf", reciprocal-rank fusion with constant rrf_k; and how many candidates each ranking gives.

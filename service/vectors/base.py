@@ -62,6 +62,13 @@ class VectorIndex(Protocol):
 
     async def count(self, *, tenant_id: str | None = None, user_id: str | None = None) -> int: ...
 
+    async def maintain(self) -> None:
+        """Start background upkeep if due (the embedded index: an HNSW build in a child process) and
+        return at once; the outbox worker calls it after each batch it applied. No-op for a server."""
+
+    async def settle(self) -> None:
+        """Wait for upkeep that ``maintain()`` started (``OutboxWorker.drain``, tests, benchmarks)."""
+
     async def close(self) -> None: ...
 
 

@@ -10,15 +10,27 @@ from service.vectors.base import VectorIndex
 BACKENDS = ("edge", "qdrant", "memory", "local")
 
 
-def build_index(backend: str, *, dim: int, data_dir: Path, url: str | None, api_key: str | None) -> VectorIndex:
-    """``edge`` (default): Qdrant Edge, embedded, under ``data_dir/vectors``; one process at a time.
+def build_index(
+    backend: str,
+    *,
+    dim: int,
+    data_dir: Path,
+    url: str | None,
+    api_key: str | None,
+    build_threshold: int | None = None,
+) -> VectorIndex:
+    """``edge`` (default): Qdrant Edge, embedded, under ``data_dir/vectors``; one process at a time; HNSW
+    builds in a child process once ``build_threshold`` points were written and a user has that many
+    (``None``: the adapter's default, 0: never).
     ``qdrant``: a Qdrant server at ``url``. ``memory``: qdrant-client in memory, lost at exit (tests).
     ``local``: qdrant-client's local mode under ``data_dir/qdrant-local``: a Python scan of every point per
     search, slow past a few thousand points; a pure-Python fallback."""
     if backend == "edge":
         from service.vectors.qdrant_edge import QdrantEdgeIndex
 
-        return QdrantEdgeIndex(data_dir / "vectors", dim=dim)
+        if build_threshold is None:
+            return QdrantEdgeIndex(data_dir / "vectors", dim=dim)
+        return QdrantEdgeIndex(data_dir / "vectors", dim=dim, build_threshold=build_threshold)
     if backend in ("qdrant", "memory", "local"):
         from service.vectors.qdrant_server import QdrantServerIndex
 

@@ -173,7 +173,11 @@ class OutboxWorker:
                     await self._reschedule(session, r, failed[r.id], counts=not outage)
             if failed:
                 self.failures += 1
-            return len(done) if done else -1
+        if done and self.index is not None:
+            # Background upkeep of the index (an HNSW build for a large user), never on a request's path.
+            with contextlib.suppress(Exception):
+                await self.index.maintain()
+        return len(done) if done else -1
 
     async def _reschedule(self, session: AsyncSession, row: Any, exc: BaseException, *, counts: bool) -> None:
         attempts = row.attempts + 1
@@ -266,8 +270,10 @@ class OutboxWorker:
         if gone:
             await self.index.delete(sorted(gone))
 
-    async def drain(self, *, max_rounds: int | None = None) -> int:
-        """Apply everything due now (the reindex job, tests); stops at the first failing batch."""
+    async def drain(self, *, max_rounds: int | None = None, settle: bool = True) -> int:
+        """Apply everything due now (the reindex job, tests); stops at the first failing batch. Then, unless
+        ``settle`` is false, waits for the index upkeep the batches started (an HNSW build of a large
+        user's points, in another process), so that the index is left as it will serve."""
         total = 0
         rounds = 0
         while max_rounds is None or rounds < max_rounds:
@@ -276,6 +282,8 @@ class OutboxWorker:
             if n <= 0:
                 break
             total += n
+        if settle and self.index is not None:
+            await self.index.settle()
         return total
 
     async def run(self, stop: asyncio.Event, *, poll: float, on_lag: Callable[[Lag], None] | None = None) -> None:

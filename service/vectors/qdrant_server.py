@@ -149,6 +149,12 @@ class QdrantServerIndex:
             result = await self.client.count(self.collection, count_filter=flt, exact=True)
         return result.count
 
+    async def maintain(self) -> None:
+        """Nothing to do: the server's optimizer builds its indexes in the background."""
+
+    async def settle(self) -> None:
+        """Nothing to wait for (see ``maintain``)."""
+
     async def close(self) -> None:
         with _unavailable("close"):
             await self.client.close()

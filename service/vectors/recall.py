@@ -76,6 +76,7 @@ async def build_recall(db: Database, settings: Settings) -> VectorRecall | None:
         data_dir=settings.data_dir,
         url=settings.qdrant_url,
         api_key=settings.qdrant_api_key,
+        build_threshold=settings.vector_build_threshold,
     )
     await index.ensure_collection()
     return VectorRecall(index, embedder, outbox_worker(db, settings, index, embedder))

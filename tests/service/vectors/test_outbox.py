@@ -16,7 +16,7 @@ from service.db.engine import Database, session_scope
 from service.settings import Settings
 from service.vectors.embedders import EmbeddingError, HashingEmbedder
 from service.vectors.outbox import OutboxWorker, lag, revive_dead
-from service.vectors.qdrant_edge import QdrantEdgeIndex
+from service.vectors.qdrant_edge import BuildParams, QdrantEdgeIndex
 from service.vectors.recall import VectorRecall
 from service.windows.recall import lexical_ranking
 from tests.conftest import TenantKeys
@@ -296,3 +296,30 @@ async def test_an_outage_never_sets_changes_aside(
             )
         ).one()
     assert row[0] == 3 and row[1] is None  # still waiting for the index, not set aside
+
+
+async def test_drain_leaves_a_large_users_graphs_built(
+    client: httpx.AsyncClient, tenant: TenantKeys, db: Database, settings: Settings, tmp_path: Path
+) -> None:
+    # A threshold of 300 points, and graphs for any user above 1 KB of vectors (a few points of 384-d).
+    params = BuildParams(full_scan_kb=1, threads=1)
+    index = QdrantEdgeIndex(tmp_path / "vectors", dim=settings.embedding_dim, build_threshold=300, build_params=params)
+    await index.ensure_collection()
+    worker = OutboxWorker(db, index, HashingEmbedder(dim=settings.embedding_dim), batch_size=100, max_backoff=2)
+    try:
+        await worker.drain()  # catch up with everything written so far
+        builds = index.builds
+        for start in range(0, 400, 100):
+            texts = [f"fact {i} about caches, queues and shards" for i in range(start, start + 100)]
+            items = [{"type": "fact", "content": t} for t in texts]
+            r = await client.post("/v1/users/big/items/batch", json={"items": items}, headers=tenant.agent)
+            assert r.status_code == 201
+        ids = [i["id"] for i in r.json()["items"]]
+        await worker.drain()  # applies the 400 changes; a build starts on the way, and drain waits for it
+        assert index.builds > builds
+        assert await index.count(tenant_id=tenant.tenant_id, user_id="big") == 400
+        query = (await worker.embedder.embed(["fact 399 about caches, queues and shards"]))[0]  # type: ignore[union-attr]
+        hits = await index.search(query, tenant_id=tenant.tenant_id, user_id="big", limit=5)
+        assert str(hits[0].id) == ids[-1]
+    finally:
+        await index.close()
