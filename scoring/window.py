@@ -182,9 +182,18 @@ _PARTS: dict[tuple[Any, ...], Parts] = {}
 _PARTS_MAX = 65_536
 
 
+# The same, by element: a retrieved item's element is one object for as long as the service caches it.
+# Holds the elements it names (so an id is never reused while listed), hence kept small.
+_PARTS_BY_ELEMENT: dict[int, tuple[Element, ValueModel, Parts]] = {}
+_PARTS_BY_ELEMENT_MAX = 4_096
+
+
 def parts_of(e: Element, model: ValueModel) -> Parts:
     """:class:`Parts` of an element, memoised on what they depend on (token counts, which levels repeat
     which text, the model), so an item retrieved again and again is worked out once."""
+    seen = _PARTS_BY_ELEMENT.get(id(e))
+    if seen is not None and seen[0] is e and seen[1] is model:
+        return seen[2]
     t = e.texts
     key = (e.tokens, t[1] == t[0], t[2] == t[0], t[3] == t[0], t[4] == t[0], t[4] == t[3], e.verbatim, id(model))
     found = _PARTS.get(key)
@@ -196,6 +205,9 @@ def parts_of(e: Element, model: ValueModel) -> Parts:
         if len(_PARTS) >= _PARTS_MAX:
             _PARTS.clear()
         _PARTS[key] = found
+    if len(_PARTS_BY_ELEMENT) >= _PARTS_BY_ELEMENT_MAX:
+        _PARTS_BY_ELEMENT.clear()
+    _PARTS_BY_ELEMENT[id(e)] = (e, model, found)
     return found
 
 
@@ -253,6 +265,7 @@ class Prepared:
         # (group, hull index) → what its next step is worth, as ``_worth`` says it: filled as requests
         # need it (the same for every request that leaves the group's value alone).
         self.worth: dict[tuple[int, int], tuple[float, str, str]] = {}
+        self.dropped: dict[int, tuple[float, str, str]] = {}  # the same for an element left out, with its section
         by_section: dict[str, list[tuple[Element, int]]] = {}
         for e in self.pinned:
             by_section.setdefault(e.section, []).append((e, -1))
@@ -371,43 +384,51 @@ def assemble_prepared(
     if pinned_cost > budget:
         return BudgetTooSmall(required=pinned_cost, budget=budget)
 
-    # The loose elements of this request: the prepared ones, then the retrieved ones.
+    # The loose elements of this request: the prepared ones, then the retrieved ones, each of those a group.
     n0 = len(p.loose)
     loose = p.loose + tuple(loose_extra)
-    parts = p.parts
-    base = p.base
-    index = p.index
+    parts, base, index = p.parts, p.base, p.index
     values = list(p.values)
+    n_prepared = len(p.members)
+    members = list(p.members)
+    sections = list(p.group_sections)
+    own: list[tuple[int, str]] = []  # retrieved elements that repeat pinned text themselves
     if loose_extra:
         index = dict(p.index)
         parts = list(parts)
         base = list(base)
         floor = p.floor
-        for k, e in enumerate(loose_extra):
+        for i, e in enumerate(loose_extra, start=n0):
             if e.id in index:
                 raise ValueError(f"duplicate element id {e.id!r}")
-            index[e.id] = n0 + k
+            index[e.id] = i
             pt = parts_of(e, model)
             parts.append(pt)
             b = e.value * pt.size
             base.append(b)
             values.append(b * floor)
+            members.append((i,))
+            sections.append(_ONE_SECTION.get(e.section) or frozenset((e.section,)))
+            if e.repeats:
+                own.append((i, e.repeats))
     # Groups of prepared elements whose value or options this request changes.
     group_of = p.group_of
     dirty: set[int] = set()
     rel = relevance or {}
+    relevant: list[int] = []
     factor = model.relevance_factor
     for eid, r in rel.items():
-        i = index.get(eid)
-        if i is not None:
-            values[i] = base[i] * factor(r)
-            if i < n0:
-                dirty.add(group_of[i])
+        j = index.get(eid)
+        if j is not None:
+            values[j] = base[j] * factor(r)
+            if r:
+                relevant.append(j)
+            if j < n0:
+                dirty.add(group_of[j])
     # An index line at most: elements repeating pinned text, by their own say, then by the request's.
     fixed: AbstractSet[int] = p.fixed
     twin: Mapping[int, str] = p.twin
-    own = [(n0 + k, e.repeats) for k, e in enumerate(loose_extra) if e.repeats]
-    asked = [(index[eid], pin) for eid, pin in (repeats or {}).items() if eid in index]
+    asked = [(index[eid], pin) for eid, pin in repeats.items() if eid in index] if repeats else []
     if own or asked:
         fixed_set, twin_map = set(p.fixed), dict(p.twin)
         for i, pin in (*own, *asked):
@@ -418,16 +439,16 @@ def assemble_prepared(
                     dirty.add(group_of[i])
         fixed, twin = fixed_set, twin_map
 
-    # The selection problem: per group its members, options, value and sections (history chains last).
-    n_prepared = len(p.members)
-    members = [*p.members, *((i,) for i in range(n0, len(loose)))]
+    # The selection problem: per group its options and value, and every step in order — the prepared
+    # steps of unchanged groups (sorted once), then the others' merged in (the order is a total one).
     hulls = list(p.hulls)
     rates = list(p.rates)
     group_values = list(p.group_values)
     for gi in dirty:
         hulls[gi], rates[gi], group_values[gi] = _options(members[gi], parts, values, fixed)
-    sections = list(p.group_sections)
-    for i in range(n0, len(loose)):
+    order = [key for key in p.keys if key[1] not in dirty] if dirty else list(p.keys)
+    order += steps_keys(group_values, rates, sorted(dirty))
+    for gi, i in enumerate(range(n0, len(loose)), start=n_prepared):
         if i in fixed:
             h, step_rates, v = _options((i,), parts, values, fixed)
         else:
@@ -436,20 +457,17 @@ def assemble_prepared(
         hulls.append(h)
         rates.append(step_rates)
         group_values.append(v)
-        section = loose[i].section
-        sections.append(_ONE_SECTION.get(section) or frozenset((section,)))
+        for k, r in enumerate(step_rates):
+            order.append((-INFINITE if r == INFINITE else -(v * r), gi, k))
     chains = _history_chains(units, model)
+    n_items = len(members)
     for kept_units, h, v in chains:
         members.append(kept_units)
         hulls.append(h)
         rates.append(rates_of(h))
         group_values.append(v)
         sections.append(frozenset())
-    n_items = len(members) - len(chains)
-    # Every step in order: the prepared ones of unchanged groups (already sorted), then the rest.
-    order = [key for key in p.keys if key[1] not in dirty] if dirty else list(p.keys)
-    order += steps_keys(group_values, rates, sorted(dirty))
-    order += steps_keys(group_values, rates, range(n_prepared, len(members)))
+    order += steps_keys(group_values, rates, range(n_items, len(members)))
     order.sort()
 
     query_words = query_terms(query) if query else frozenset()
@@ -477,7 +495,7 @@ def assemble_prepared(
             k = at[n_items + c]
             keep = h[k].level if k >= 0 else 0
             dropped_units.update(chain_units[keep:])
-        shown = _focus(loose, level, fixed, rel, query_words, count) if query_words else {}
+        shown = _focus(loose, relevant, level, fixed, rel, query_words, count) if query_words else {}
         blocks, placed_by_section, prefix_blocks = _render(p, loose, n0, level, extra, shown)
         text = "".join(blocks)
         kept = tuple(i for i in range(len(units)) if i not in dropped_units)
@@ -510,10 +528,11 @@ def assemble_prepared(
             found = memo.get((gi, a))
             if found is None:
                 found = memo[gi, a] = _worth(hulls[gi], group_values[gi], a)
-        else:
-            found = _worth(hulls[gi], group_values[gi], a)
-        worth, came, under = found
-        return came if worth >= at_cut else under + cut_s
+            return found[1] if found[0] >= at_cut else found[2] + cut_s
+        worth = _next_worth(hulls[gi], group_values[gi], a)
+        if worth >= at_cut:
+            return f"its next step, worth {worth:.3g} per 1k tokens, came at this window's cut"
+        return f"its next step was worth {worth:.3g} per 1k tokens, under this window's cut of {cut_s}"
 
     rel_get = rel.get
     item_group = [*group_of, *range(n_prepared, n_prepared + len(loose) - n0)]
@@ -542,16 +561,26 @@ def assemble_prepared(
             section_tokens += tokens
         placed_sections.append(SectionOut(name, title, section_tokens, tuple(placed)))
     dropped = []
+    dropped_memo = p.dropped
     for i, lvl in enumerate(level):
-        if lvl > 0 and i not in fixed:
-            compressed = True
-            cut_down = cut_down or lvl == 4
-        elif lvl < 0:
-            cut_down = True
-            e = loose[i]
-            rv = rel_get(e.id)
-            note = f"; relevance {rv:.2f}" if rv else ""
-            dropped.append((e.id, f"{_DROPPED.get(e.section) or _dropped(e.section)}{note}; {lost(item_group[i])}"))
+        if lvl >= 0:
+            if lvl > 0 and i not in fixed:
+                compressed = True
+                cut_down = cut_down or lvl == 4
+            continue
+        cut_down = True
+        e = loose[i]
+        gi = item_group[i]
+        if i < n0 and gi not in dirty and gi != stopped:  # no relevance: the same words every request
+            found = dropped_memo.get(i)
+            if found is None:
+                before = f"{_DROPPED.get(e.section) or _dropped(e.section)}; "
+                found = dropped_memo[i] = _worth(hulls[gi], group_values[gi], -1, before)
+            dropped.append((e.id, found[1] if found[0] >= at_cut else found[2] + cut_s))
+            continue
+        rv = rel_get(e.id)
+        note = f"; relevance {rv:.2f}" if rv else ""
+        dropped.append((e.id, f"{_DROPPED.get(e.section) or _dropped(e.section)}{note}; {lost(gi)}"))
     dropped.sort()
     mode = "compact" if cut_down else ("balanced" if compressed or dropped_units else "full")
     prefix = "".join(prefix_blocks)
@@ -574,7 +603,26 @@ def assemble_prepared(
     )
 
 
-def _history_chains(units: Sequence[Unit], model: ValueModel) -> list[tuple[tuple[int, ...], tuple[Point, ...], float]]:
+_Chains = list[tuple[tuple[int, ...], tuple[Point, ...], float]]
+_CHAINS: dict[tuple[tuple[Unit, ...], int], tuple[ValueModel, _Chains]] = {}
+_CHAINS_MAX = 4_096
+
+
+def _history_chains(units: Sequence[Unit], model: ValueModel) -> _Chains:
+    """:func:`_chains_of`, memoised (read-only): a conversation's history stays the same for a few
+    requests. Each entry holds its model, so the model's id is never reused while it is listed."""
+    key = (tuple(units), id(model))
+    found = _CHAINS.get(key)
+    if found is not None and found[0] is model:
+        return found[1]
+    chains = _chains_of(units, model)
+    if len(_CHAINS) >= _CHAINS_MAX:
+        _CHAINS.clear()
+    _CHAINS[key] = (model, chains)
+    return chains
+
+
+def _chains_of(units: Sequence[Unit], model: ValueModel) -> _Chains:
     """The droppable history as two chains (DESIGN §3.6 step 6): old user turns and older exchanges of the
     current turn, each kept newest first, so they are dropped oldest first. Level k of a chain keeps its k
     newest units; the j-th newest is worth ``value · decay^j``."""
@@ -602,16 +650,19 @@ def _history_chains(units: Sequence[Unit], model: ValueModel) -> list[tuple[tupl
 
 def _focus(
     loose: Sequence[Element],
+    relevant: Sequence[int],
     level: Sequence[int],
     fixed: AbstractSet[int],
     rel: Mapping[str, float],
     query_words: frozenset[str],
     count: Callable[[str], int],
 ) -> dict[int, str]:
-    """Texts of the condensed or summarised elements the query matched, focused on the query: element index
-    → the text to show instead of its stored level (DESIGN §3.6 step 4: prefer the sentences that match)."""
+    """Texts of the condensed or summarised elements the query matched (``relevant``: their indexes),
+    focused on the query: element index → the text to show instead of its stored level (DESIGN §3.6 step
+    4: prefer the sentences that match)."""
     out: dict[int, str] = {}
-    for i, lvl in enumerate(level):
+    for i in relevant:
+        lvl = level[i]
         if lvl not in (1, 2) or i in fixed:
             continue
         e = loose[i]
@@ -623,19 +674,23 @@ def _focus(
     return out
 
 
-def _worth(h: Sequence[Point], value: float, at: int) -> tuple[float, str, str]:
-    """The value per 1k tokens of the step a group at hull index ``at`` did not take (0 at its top option),
-    and how a reason says it: when it came at the window's cut, and (to be followed by the cut) under it."""
+def _next_worth(h: Sequence[Point], value: float, at: int) -> float:
+    """The value per 1k tokens of the step a group at hull index ``at`` did not take (0 at its top)."""
     if at + 1 >= len(h):
-        worth = 0.0
-    else:
-        prev_cost, prev_share = (h[at].cost, h[at].share) if at >= 0 else (0, 0.0)
-        dc = h[at + 1].cost - prev_cost
-        worth = (INFINITE if dc <= 0 else value * (h[at + 1].share - prev_share) / dc) * 1000
+        return 0.0
+    prev_cost, prev_share = (h[at].cost, h[at].share) if at >= 0 else (0, 0.0)
+    dc = h[at + 1].cost - prev_cost
+    return (INFINITE if dc <= 0 else value * (h[at + 1].share - prev_share) / dc) * 1000
+
+
+def _worth(h: Sequence[Point], value: float, at: int, before: str = "") -> tuple[float, str, str]:
+    """:func:`_next_worth`, and how a reason (after ``before``) says it: when it came at the window's cut,
+    and, to be followed by the cut, when it was under it."""
+    worth = _next_worth(h, value, at)
     return (
         worth,
-        f"its next step, worth {worth:.3g} per 1k tokens, came at this window's cut",
-        f"its next step was worth {worth:.3g} per 1k tokens, under this window's cut of ",
+        f"{before}its next step, worth {worth:.3g} per 1k tokens, came at this window's cut",
+        f"{before}its next step was worth {worth:.3g} per 1k tokens, under this window's cut of ",
     )
 
 
