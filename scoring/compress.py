@@ -791,9 +791,10 @@ def focus(
 # --- levels ----------------------------------------------------------------------------------------------
 
 
-def key_fields(content: str, key: str | None, value: Any) -> str:
-    """The fields that identify a fact: a slot's key and value, or the top-level scalar fields of a JSON
-    object (a tool result), else the start of the text."""
+def key_fields(content: str, key: str | None, value: Any) -> str | None:
+    """The fields that identify a fact: a slot's key and value, the top-level scalar fields of a JSON
+    object (a tool result), or a keyed text's key and start; ``None`` for prose with no key, which has no
+    fields to show (its start cut off mid-sentence would be the truncation L1 and L2 replace)."""
     if key is not None and value is not None:
         return truncate(f"{key} = {json.dumps(value, ensure_ascii=False, sort_keys=True)}", L3_MAX_CHARS)
     stripped = content.strip()
@@ -813,7 +814,9 @@ def key_fields(content: str, key: str | None, value: Any) -> str:
                 return "; ".join(fields)
     if key is not None:
         return truncate(f"{key}: {stripped}", L3_MAX_CHARS)
-    return truncate(stripped, L3_MAX_CHARS // 2)
+    if stripped.startswith("["):
+        return truncate(stripped, L3_MAX_CHARS // 2)
+    return None
 
 
 def index_line(*, item_id: str, user_id: str, item_type: str, key: str | None, content: str, token_cost: int) -> str:
@@ -855,7 +858,7 @@ def derive_levels(
             prepared = _prepare(content)
             l1 = l1 or _select(prepared, int(n * L1_SHARE))
             l2 = l2 or _select(prepared, l2_chars)
-    l3 = key_fields(content, key, value)
+    l3 = key_fields(content, key, value) or l2  # prose without a key: L3 is L2
     l4 = v.get("index") or index_line(
         item_id=item_id, user_id=user_id, item_type=item_type, key=key, content=content, token_cost=token_cost
     )

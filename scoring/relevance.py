@@ -64,3 +64,24 @@ def normalised(scores: dict[K, float]) -> dict[K, float]:
 def whole_days(t: datetime) -> int:
     """Days since the Unix epoch (UTC), rounded down: ages in whole days are differences of these."""
     return int(t.timestamp() // 86_400)
+
+
+def in_context(
+    scores: dict[K, float], links: Sequence[tuple[K, K, int]], *, share: float, decay: float = 0.5
+) -> dict[K, float]:
+    """Relevance in context: a turn of a conversation is read with the turns around it (a reply answers
+    the turn before it; a story goes on over a few turns), so it gains ``share`` of the relevance of its
+    most relevant neighbour, ``share · decay`` for a neighbour two turns away, and so on. ``links`` are
+    (turn, neighbour, distance ≥ 1) triples, in either direction; each turn gains only from its best
+    neighbour, once, on top of its own relevance. Renormalised so the best is 1 again."""
+    if share <= 0 or not links:
+        return scores
+    gain: dict[K, float] = {}
+    for source, neighbour, distance in links:
+        g = share * decay ** (distance - 1) * scores.get(source, 0.0)
+        if g > gain.get(neighbour, 0.0):
+            gain[neighbour] = g
+    out = dict(scores)
+    for key, g in gain.items():
+        out[key] = out.get(key, 0.0) + g
+    return normalised(out)

@@ -101,8 +101,9 @@ class ValueModel:
         t0 = max(1, tokens[0])
         out = [1.0]
         for lvl in (1, 2, 3):
-            if texts[lvl] == texts[0]:
-                out.append(1.0)
+            same = next((i for i in range(lvl) if texts[i] == texts[lvl]), None)
+            if same is not None:  # the same text as a fuller level keeps what that level keeps
+                out.append(out[same])
                 continue
             exponent = self.key_fields_exponent if lvl == 3 else self.extractive_exponent
             ratio: float = min(1.0, tokens[lvl] / t0) ** exponent

@@ -184,6 +184,11 @@ class Settings(BaseSettings):
     # Which rankings relevance fuses: both (the default), or one of them (for evaluation and fallback).
     recall_mode: Literal["hybrid", "lexical", "vector"] = "hybrid"
     recall_candidates: int = Field(100, ge=1, le=10_000)
+    # Relevance in context (scoring/relevance.py, in_context): a conversation turn (an episode with a
+    # session_id) gains this share of the relevance of the best of its neighbours up to context_reach turns
+    # away in the same session, halved per further turn; 0 turns it off.
+    context_share: float = Field(0.5, ge=0, le=1)
+    context_reach: int = Field(2, ge=0, le=10)
     # Changes not yet in the lexical index are searched from their text, the newest this many per user.
     lexical_pending_limit: int = Field(1_000, ge=0, le=100_000)
     # The lexical ranking ranks by the query's terms that are expected in at most this many of the user's

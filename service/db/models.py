@@ -64,6 +64,8 @@ STANDING_ITEM = (
     f" AND ({_in('type', STANDING_TYPES)} OR {_in('status', STANDING_STATUSES)})"
 )
 SCOPED_ITEM = f"{_in('status', ACTIVE_STATUSES)} AND scope NOT IN ('user', 'global')"
+# The turns of a conversation: episodes that name their session (relevance in context, windows/recall.py).
+CONVERSATION_ITEM = "type = 'episode' AND session_id IS NOT NULL"
 
 
 class Tenant(SQLModel, table=True):
@@ -128,6 +130,16 @@ class ContextItem(SQLModel, table=True):
         # and the items of a session, task, stage or step.
         sa.Index("ix_context_item_standing", "tenant_id", "user_id", postgresql_where=sa.text(STANDING_ITEM)),
         sa.Index("ix_context_item_scoped", "tenant_id", "user_id", "scope_ref", postgresql_where=sa.text(SCOPED_ITEM)),
+        # A relevant turn's neighbours in its conversation (service/windows/recall.py).
+        sa.Index(
+            "ix_context_item_conversation",
+            "tenant_id",
+            "user_id",
+            "session_id",
+            "observed_at",
+            "id",
+            postgresql_where=sa.text(CONVERSATION_ITEM),
+        ),
         # Expiry sweeps and the retention purge (scheduled jobs).
         sa.Index(
             "ix_context_item_expiry",

@@ -19,7 +19,7 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from scoring.relevance import convex, normalised, rrf
+from scoring.relevance import convex, in_context, normalised, rrf
 from service.db.engine import driver_connection
 from service.settings import Settings
 from service.vectors.outbox import lag
@@ -50,10 +50,10 @@ WITH terms AS (
     LEFT JOIN unnest($9::text[], $10::real[]) AS st(e, f) ON st.e = t.lexeme
 ),
 kept AS (
-    SELECT lexeme FROM (SELECT lexeme, sum(f) OVER (ORDER BY f, lexeme) AS running FROM terms) AS r
+    SELECT lexeme, quote_literal(lexeme)::tsquery AS q
+    FROM (SELECT lexeme, sum(f) OVER (ORDER BY f, lexeme) AS running FROM terms) AS r
     WHERE running * $7 <= $8
 ),
-q AS (SELECT (SELECT string_agg(quote_literal(lexeme), ' | ') FROM kept)::tsquery AS q),
 pending AS MATERIALIZED (
     SELECT DISTINCT c.id, ctxmem_tsv(c.content) AS tsv
     FROM (SELECT item_id FROM vector_outbox
@@ -61,11 +61,22 @@ pending AS MATERIALIZED (
     JOIN context_item c ON c.id = o.item_id
     WHERE c.tenant_id = $1
 ),
-hits AS (
-    SELECT s.item_id AS id, ts_rank(s.tsv, q.q, 1) AS r FROM item_search s, q
-    WHERE s.tenant_id = $1 AND s.user_id = $2 AND s.tsv @@ q.q
+pairs AS MATERIALIZED (
+    SELECT k.lexeme, s.item_id AS id, length(s.tsv) AS len
+    FROM kept k JOIN item_search s ON s.tenant_id = $1 AND s.user_id = $2 AND s.tsv @@ k.q
+    WHERE NOT EXISTS (SELECT 1 FROM pending p WHERE p.id = s.item_id)
     UNION ALL
-    SELECT p.id, ts_rank(p.tsv, q.q, 1) FROM pending p, q WHERE p.tsv @@ q.q
+    SELECT k.lexeme, p.id, length(p.tsv) FROM kept k JOIN pending p ON p.tsv @@ k.q
+),
+docs AS (SELECT count(DISTINCT id)::float8 AS n, coalesce(avg(len), 1)::float8 AS avglen FROM pairs),
+idf AS (
+    SELECT lexeme, ln(1 + (greatest($7::float8, d.n) - count(*) + 0.5) / (count(*) + 0.5)) AS w
+    FROM pairs, docs d GROUP BY lexeme, d.n
+),
+scored AS (
+    SELECT p.id, sum(i.w * 2.2 / (1 + 1.2 * (0.25 + 0.75 * p.len / greatest(d.avglen, 1)))) AS r
+    FROM pairs p JOIN idf i USING (lexeme), docs d
+    GROUP BY p.id
 )
 SELECT (SELECT EXTRACT(EPOCH FROM now() - created_at)::float8 FROM vector_outbox WHERE dead_at IS NULL
         ORDER BY id LIMIT 1) AS lag,
@@ -73,12 +84,50 @@ SELECT (SELECT EXTRACT(EPOCH FROM now() - created_at)::float8 FROM vector_outbox
        t.id, t.r
 FROM (SELECT 1) AS one LEFT JOIN (
     SELECT c.id::text AS id, h.r
-    FROM (SELECT id, max(r) AS r FROM hits GROUP BY id ORDER BY max(r) DESC, id DESC LIMIT $4) h
+    FROM (SELECT id, r FROM scored ORDER BY r DESC, id DESC LIMIT $4) h
     JOIN context_item c ON c.id = h.id
     WHERE c.status IN ('available', 'verified', 'missing') AND (c.expires_at IS NULL OR c.expires_at > $5)
 ) AS t ON true
 ORDER BY t.r DESC, t.id DESC
 """
+
+
+# The turns just before and after each of the given turns in its conversation (same user and session,
+# episodes in observed order; only live ones count), up to $4 on each side, with their distance: probes of
+# ix_context_item_conversation, never a read of the whole session.
+_NEIGHBOURS = """
+SELECT s.id::text AS source, n.id::text AS neighbour, n.d AS distance
+FROM context_item s
+CROSS JOIN LATERAL (
+    (SELECT c.id, row_number() OVER (ORDER BY c.observed_at DESC, c.id DESC) AS d
+     FROM context_item c
+     WHERE c.tenant_id = s.tenant_id AND c.user_id = s.user_id AND c.session_id = s.session_id
+       AND c.type = 'episode' AND (c.observed_at, c.id) < (s.observed_at, s.id)
+       AND c.status IN ('available', 'verified', 'missing') AND (c.expires_at IS NULL OR c.expires_at > $5)
+     ORDER BY c.observed_at DESC, c.id DESC LIMIT $4)
+    UNION ALL
+    (SELECT c.id, row_number() OVER (ORDER BY c.observed_at, c.id) AS d
+     FROM context_item c
+     WHERE c.tenant_id = s.tenant_id AND c.user_id = s.user_id AND c.session_id = s.session_id
+       AND c.type = 'episode' AND (c.observed_at, c.id) > (s.observed_at, s.id)
+       AND c.status IN ('available', 'verified', 'missing') AND (c.expires_at IS NULL OR c.expires_at > $5)
+     ORDER BY c.observed_at, c.id LIMIT $4)
+) AS n
+WHERE s.tenant_id = $1 AND s.user_id = $2 AND s.id = ANY($3::uuid[]) AND s.type = 'episode'
+  AND s.session_id IS NOT NULL
+"""
+
+
+async def conversation_neighbours(
+    session: AsyncSession, *, tenant_id: str, user_id: str, ids: list[str], reach: int, now: datetime
+) -> list[tuple[str, str, int]]:
+    """(turn, neighbour, distance) for the conversation turns among ``ids``: the live episodes of the same
+    session up to ``reach`` turns before and after each (``[]`` when ``reach`` is 0 or nothing is a turn)."""
+    if reach <= 0 or not ids:
+        return []
+    driver = await driver_connection(session)
+    rows = await driver.fetch(_NEIGHBOURS, tenant_id, user_id, ids, reach, now)
+    return [(r["source"], r["neighbour"], int(r["distance"])) for r in rows]
 
 
 _SHARES_SQL = """
@@ -209,7 +258,14 @@ async def relevance(
             warnings.append(f"degraded: {problem}; relevance from PostgreSQL full-text search only")
     found = vec if isinstance(vec, list) and not warnings else None
     words = None if mode == "vector" and found is not None else lexical  # vector mode: the fallback only
-    return Relevance(normalised(fuse(words, found, settings, recall)), words, found, warnings)
+    scores = normalised(fuse(words, found, settings, recall))
+    if settings.context_share > 0 and scores:
+        best = sorted(scores, key=lambda i: (-scores[i], i))[: settings.recall_candidates]
+        links = await conversation_neighbours(
+            session, tenant_id=tenant_id, user_id=user_id, ids=best, reach=settings.context_reach, now=now
+        )
+        scores = in_context(scores, links, share=settings.context_share)
+    return Relevance(scores, words, found, warnings)
 
 
 def fuse(

@@ -459,7 +459,10 @@ def test_derive_levels_condenses_l1_and_l2() -> None:
     assert len(l1) <= int(len(EN) * C.L1_SHARE) and len(l2) <= int(len(EN) * C.L2_SHARE)
     assert "Hey Mel" not in l1 and "budget must not exceed $5,000" in l2
     assert l4.startswith("[ctx: episode: Hey Mel!")
-    assert l3 == C.truncate(EN, C.L3_MAX_CHARS // 2)
+    # Prose with no key has no fields: L3 is L2, never the text's start cut off mid-sentence.
+    assert l3 == l2
+    keyed = levels(EN, key="migration.plan")
+    assert keyed[2] == C.truncate(f"migration.plan: {EN}", C.L3_MAX_CHARS)
 
 
 def test_derive_levels_short_variants_and_json() -> None:

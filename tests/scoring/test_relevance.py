@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from scoring.relevance import convex, normalised, rrf
+from scoring.relevance import convex, in_context, normalised, rrf
 
 
 def test_rrf_rewards_agreement_and_either_ranking() -> None:
@@ -38,3 +40,36 @@ def test_convex_edge_cases() -> None:
     assert convex([[("a", 0.5), ("b", 0.1)]], floors=[0.15], weights=[1.0]) == {"a": 1.0, "b": 0.0}
     with pytest.raises(ValueError, match="longer"):
         convex([[("a", 1.0)]], floors=[0.0, 0.0], weights=[1.0])
+
+
+def test_in_context_a_turn_gains_a_share_of_its_best_neighbour() -> None:
+    scores = {"q": 1.0, "a": 0.1, "b": 0.0, "far": 0.2}
+    links = [("q", "a", 1), ("q", "b", 2), ("far", "a", 1), ("a", "q", 1)]
+    out = in_context(scores, links, share=0.5)
+    # a: its own 0.1 plus half the best neighbour's (q), not the sum over neighbours; b: a quarter of q's,
+    # two turns away; q: half of a's; everything renormalised so the best is 1
+    raw = {"q": 1.05, "a": 0.6, "b": 0.25, "far": 0.2}
+    assert out == pytest.approx({k: v / 1.05 for k, v in raw.items()})
+    assert in_context(scores, links, share=0.0) is scores
+    assert in_context(scores, [], share=0.5) is scores
+    # a neighbour nobody scored enters with what it gained
+    assert in_context({"q": 1.0}, [("q", "new", 1)], share=0.5) == pytest.approx({"q": 1.0, "new": 0.5})
+
+
+@given(
+    st.dictionaries(st.sampled_from("abcdef"), st.floats(0, 1), min_size=1),
+    st.lists(st.tuples(st.sampled_from("abcdef"), st.sampled_from("abcdefg"), st.integers(1, 4)), max_size=12),
+    st.floats(0.01, 1),
+)
+def test_in_context_never_reorders_what_gained_nothing(
+    scores: dict[str, float], links: list[tuple[str, str, int]], share: float
+) -> None:
+    """Gains only add: every score is at least its old one relative to the best, and two items neither of
+    which gained keep their order."""
+    out = in_context(scores, links, share=share)
+    gained = {n for _, n, _ in links}
+    for a in scores:
+        for b in scores:
+            if a not in gained and b not in gained and scores[a] > scores[b]:
+                assert out.get(a, 0) >= out.get(b, 0)
+    assert all(0 <= v <= 1 + 1e-9 for v in out.values())

@@ -405,3 +405,71 @@ def test_the_fusion_weight_is_the_embedders_unless_set(settings: Settings) -> No
     assert fuse(lexical, vector, settings, sentence) == pytest.approx({"a": 0.5, "b": 0.5})  # type: ignore[arg-type]
     fixed = settings.model_copy(update={"fusion_lexical_weight": 0.2})
     assert fuse(lexical, vector, fixed, hashing) == pytest.approx({"a": 0.2, "b": 0.8})  # type: ignore[arg-type]
+
+
+async def test_lexical_ranking_weighs_rare_terms_over_common_ones(
+    client: httpx.AsyncClient, tenant: TenantKeys, vectors: VectorRecall, db: Database
+) -> None:
+    """BM25 over the user's texts: a term most of the user's items hold says little (its inverse document
+    frequency is near 0), a rare one much — whether the texts are indexed yet or analysed at query time."""
+    common = [{"type": "episode", "content": f"Deploy notes for service {i}: the deploy went fine."} for i in range(30)]
+    rare = {"type": "episode", "content": "Kubernetes ingress certificates were rotated."}
+    ids = await seed(client, tenant, "idf", [*common, rare])
+    for drained in (False, True):
+        if drained:
+            await vectors.worker.drain()
+        async with session_scope(db) as s:
+            hits, _, _ = await lexical_ranking(
+                s, tenant_id=tenant.tenant_id, user_id="idf", query="deploy kubernetes", limit=50, now=NOW,
+                documents=31,
+            )  # fmt: skip
+        score = dict(hits)
+        assert hits[0][0] == ids[30] and len(hits) == 31  # every text with the common term is still a hit
+        assert score[ids[30]] > 5 * max(score[i] for i in ids[:30])
+
+
+async def test_a_turn_is_relevant_in_its_conversation(
+    client_for: Any, tenant: TenantKeys, vectors: VectorRecall
+) -> None:
+    """The reply to a matching question shares no word with the query, yet it is what answers it: a
+    conversation turn gains half the relevance of its best neighbour (a quarter two turns away) in the same
+    session, so it holds its place where, ranked alone, it gives way. Turns of another session, items that
+    are not episodes, and context_share 0 get nothing from it."""
+    day = NOW - timedelta(days=40)
+
+    def turn(session: str, minute: int, content: str, **kw: Any) -> dict[str, Any]:
+        at = (day + timedelta(minutes=minute)).isoformat()
+        return {"type": "episode", "source": "summary", "session_id": session, "observed_at": at,
+                "content": content, **kw}  # fmt: skip
+
+    chat = [
+        turn("s1", 0, "Melanie: Hi Caroline, how was the pottery workshop on Saturday?"),
+        turn("s1", 1, "Caroline: I made a small blue bowl and a mug for my sister!"),
+        turn("s1", 2, "Melanie: That sounds lovely, send me a picture."),
+        turn("s1", 3, "Caroline: Will do, it is drying on the windowsill now."),
+    ]
+    other = [turn("s2", 0, "Caroline: I made pancakes for breakfast this morning.")]
+    fact = [{"type": "fact", "source": "user", "content": "Caroline made a pottery wheel booking."}]
+    filler = [turn(f"f{i}", 0, f"{c} ({i})") for i, c in enumerate(OTHERS * 3)]
+    on, off = await client_for(), await client_for(context_share=0.0)
+    ids = await seed(on, tenant, "conv", chat + other + fact + filler)
+    await vectors.worker.drain()
+    q = "What did she create at the pottery workshop?"
+    ranked = {}
+    for name, client in (("on", on), ("off", off)):
+        w = await window(client, tenant, "conv", max_tokens=4000, query=q)
+        values = {p["id"]: p["value"] for s in w["sections"] for p in s["items"]}
+        ranked[name] = values
+    on_v, off_v = ranked["on"], ranked["off"]
+    question, reply, later = ids[:3]
+    # the reply (one turn on) and the next but one (two turns on) gain; the question is still the best
+    assert on_v[reply] > off_v[reply] and on_v[later] > off_v[later]
+    assert on_v[question] > on_v[reply] > on_v[later]
+    # a turn of another session, and a fact, get nothing from s1's question
+    assert on_v[ids[4]] == pytest.approx(off_v[ids[4]]) and on_v[ids[5]] == pytest.approx(off_v[ids[5]])
+    # under pressure: with context the reply is whole in the window, without it the reply gives way
+    budget = 120
+    tight_on = await window(on, tenant, "conv", max_tokens=budget, query=q)
+    tight_off = await window(off, tenant, "conv", max_tokens=budget, query=q)
+    assert chat[1]["content"] in tight_on["text"], tight_on["text"]
+    assert chat[1]["content"] not in tight_off["text"], tight_off["text"]
