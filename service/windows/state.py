@@ -268,22 +268,23 @@ def _retrieved_element(
 
 
 def retrieved_elements(
-    rows: Sequence[Any],
+    rows: Sequence[tuple[Any, bool]],
     state: UserState,
     *,
     user_id: str,
     count: Callable[[str], int],
     recall_limit: int,
 ) -> tuple[list[Element], list[tuple[str, str]], int]:
-    """The items retrieved for a query that the standing rows do not hold, best first (``rows`` carry
-    ``applicable``): elements for those that apply here (unless a narrower item with the same key
-    overrides them), and up to ``recall_limit`` recalled from outside the window's scopes (other sessions,
-    tasks) as background. Also what was left out, and how many of them apply here."""
+    """The items retrieved for a query that the standing rows do not hold, best first, each with whether
+    it applies to the window's scopes (``repository.retrieved_items``): elements for those that apply here
+    (unless a narrower item with the same key overrides them), and up to ``recall_limit`` recalled from
+    outside the window's scopes (other sessions, tasks) as background. Also what was left out, and how many
+    of them apply here."""
     elements: list[Element] = []
     omitted: list[tuple[str, str]] = []
     recalled = applicable = 0
-    for r in rows:
-        if r["applicable"]:
+    for r, applies in rows:
+        if applies:
             applicable += 1
             winner = state.key_winner.get(r["key"]) if r["key"] is not None else None
             if winner is not None and winner[0] < SCOPE_ORDER[r["scope"]]:
