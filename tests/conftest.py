@@ -67,7 +67,9 @@ def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def settings(database_url: str, data_dir: Path) -> Settings:
-    return Settings(database_url=database_url, data_dir=data_dir, tokenizer="o200k_base")
+    # No HNSW builds of the session's index (a test of 100,000 items would wait minutes for one); the
+    # build is tested on indexes of its own (tests/service/vectors/test_edge_build.py).
+    return Settings(database_url=database_url, data_dir=data_dir, tokenizer="o200k_base", vector_build_threshold=0)
 
 
 @pytest.fixture(scope="session")

@@ -64,7 +64,7 @@ class VectorIndex(Protocol):
 
     async def maintain(self) -> None:
         """Start background upkeep if due (the embedded index: an HNSW build in a child process) and
-        return at once; the outbox worker calls it after each batch it applied. No-op for a server."""
+        return at once; the outbox worker calls it whenever it has caught up. No-op for a server."""
 
     async def settle(self) -> None:
         """Wait for upkeep that ``maintain()`` started (``OutboxWorker.drain``, tests, benchmarks)."""

@@ -173,11 +173,15 @@ class OutboxWorker:
                     await self._reschedule(session, r, failed[r.id], counts=not outage)
             if failed:
                 self.failures += 1
-        if done and self.index is not None:
-            # Background upkeep of the index (an HNSW build for a large user), never on a request's path.
+            return len(done) if done else -1
+
+    async def maintain(self) -> None:
+        """The index's background upkeep (an HNSW build for a large user, in another process), asked for
+        when the worker has caught up — so a bulk import is built once, after it — and never on a
+        request's path."""
+        if self.index is not None:
             with contextlib.suppress(Exception):
                 await self.index.maintain()
-        return len(done) if done else -1
 
     async def _reschedule(self, session: AsyncSession, row: Any, exc: BaseException, *, counts: bool) -> None:
         attempts = row.attempts + 1
@@ -282,6 +286,7 @@ class OutboxWorker:
             if n <= 0:
                 break
             total += n
+        await self.maintain()
         if settle and self.index is not None:
             await self.index.settle()
         return total
@@ -302,5 +307,7 @@ class OutboxWorker:
                 n = -1
             if n > 0:
                 continue
+            if n == 0:  # caught up
+                await self.maintain()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), timeout=poll if n == 0 else poll * 5)

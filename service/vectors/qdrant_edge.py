@@ -46,10 +46,11 @@ bench is ``python -m bench.vector_index``, the experiments behind the HNSW choic
 - Not chosen: int8 scalar quantisation of the exact scan (~13 ms at 100,000 points, recall@10 ~0.93,
   1.0 with 2x oversampling and rescoring at ~19 ms); binary quantisation (~10 ms, recall@10 0.28): neither
   gets near a graph, and both also need an optimised segment.
-- When: ``maintain()``, called by the outbox worker after each batch (never on a request), starts a build
-  once ``build_threshold`` points (``CTXMEM_VECTOR_BUILD_THRESHOLD``, 20,000) were written since the last
-  and the largest user (a facet over ``user_id``) has that many, so a shard of small users is never
-  rebuilt. The next build indexes what arrived since (the optimiser merges segments as it sees fit).
+- When: ``maintain()``, called by the outbox worker whenever it has caught up (so a bulk import is built
+  once, after it; never on a request), starts a build once ``build_threshold`` points
+  (``CTXMEM_VECTOR_BUILD_THRESHOLD``, 20,000) were written since the last and the largest user (a facet over
+  ``user_id``) has that many, so a shard of small users is never rebuilt. The next build indexes what
+  arrived since (the optimiser merges segments as it sees fit).
 """
 
 from __future__ import annotations
@@ -161,7 +162,7 @@ class QdrantEdgeIndex:
     written by HNSW builds, and ``path/collection.live`` names the generation in use (absent: the first).
     ``path/collection.lock`` is held while the index is open.
 
-    ``maintain()`` (the outbox worker calls it after each batch) starts an HNSW build in a child process
+    ``maintain()`` (the outbox worker calls it when it has caught up) starts an HNSW build in a child process
     when at least ``build_threshold`` points were written since the last one and some user has that many
     points; 0 turns builds off. ``settle()`` waits for a running build, ``build()`` runs one now.
     """
@@ -399,6 +400,7 @@ class QdrantEdgeIndex:
         """Copy the shard (writes held for the copy), build the copy's graphs in a child process (the engine
         holds the interpreter lock while it builds), open the result, replay the writes made meanwhile, and
         make it the live generation (writes held for the last of the replay and the switch)."""
+        t0 = time.perf_counter()
         async with self._lock:
             shard = self._open_shard()
             target = self._next_generation()
@@ -408,6 +410,7 @@ class QdrantEdgeIndex:
             await asyncio.to_thread(shutil.copytree, source, target)
             self._journal = []
             written_at_copy = self._written
+        t_copy = time.perf_counter()
         new: EdgeShard | None = None
         try:
             proc = await asyncio.create_subprocess_exec(
@@ -429,8 +432,9 @@ class QdrantEdgeIndex:
                 raise RuntimeError("given up: the index is closing")
             if proc.returncode != 0:
                 raise RuntimeError(f"the build process exited with {proc.returncode}: {err.decode()[-2000:]}")
-            log.info("vector index build: %s", out.decode().strip())
+            t_child = time.perf_counter()
             new = await asyncio.to_thread(self._load, target)
+            t_open = time.perf_counter()
             done = 0
             while not self._closing and self._journal is not None and len(self._journal) - done > 8:
                 for operation, _ in self._journal[done:]:
@@ -450,6 +454,11 @@ class QdrantEdgeIndex:
                 self.builds += 1
             await asyncio.to_thread(_flush_and_close, old)
             await asyncio.to_thread(shutil.rmtree, source, True)
+            log.info(
+                "vector index build %s: copy %.1f s, child %.1f s (%s), open %.2f s, %d writes replayed in %.1f s",
+                target.name, t_copy - t0, t_child - t_copy, out.decode().strip(), t_open - t_child, len(journal),
+                time.perf_counter() - t_open,
+            )  # fmt: skip
             return True
         except BaseException:
             if new is not None:
