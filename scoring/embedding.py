@@ -25,8 +25,9 @@ splitmix64 — never Python's per-process randomised ``hash()``) into one of ``d
 (±1), which keeps collisions from biasing cosines upwards (Weinberger et al., 2009, "Feature Hashing for
 Large Scale Multitask Learning"). Weights are sublinear term frequencies, 1 + ln(tf), per feature and
 text; rows are then L2-normalised. Everything runs in numpy over the whole batch at once: on a 2-core
-VM, about 12 ms per thousand 60-character texts and 0.1 ms for one text, plus ~15 ms once per process
-for the table of character classes.
+VM, about 12 ms per thousand 60-character texts and ~0.2 ms for one text (numpy's per-call overhead: a
+query), plus ~15 ms once per process for the table of character classes. The last 1,024 single texts
+are remembered (a query repeated costs a copy).
 Changing any feature, weight or seed changes every stored vector: bump ``HashingEmbedder.name`` then.
 """
 
@@ -78,13 +79,33 @@ _CJK_RANGES: Final = (
 )
 
 
+_S30, _S27, _S31 = _U64(30), _U64(27), _U64(31)
+_M1, _M2 = _U64(0xBF58476D1CE4E5B9), _U64(0x94D049BB133111EB)
+_FAMILY_WEIGHTS = np.asarray(FAMILY_WEIGHTS)
+_FAMILY_BITS = np.array([family << _HASH_BITS for family in (UNIGRAM, BIGRAM, CHAR3)], dtype=np.uint64)
+_TEXT_SHIFT, _HASH_SHIFT = _U64(_HASH_BITS + 2), _U64(64 - _HASH_BITS)
+
+
 def _splitmix64(x: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
     """splitmix64's finaliser: every input bit affects every output bit. uint64 arithmetic wraps."""
-    x = x ^ (x >> _U64(30))
-    x = x * _U64(0xBF58476D1CE4E5B9)
-    x = x ^ (x >> _U64(27))
-    x = x * _U64(0x94D049BB133111EB)
-    return x ^ (x >> _U64(31))
+    x = x ^ (x >> _S30)
+    x *= _M1
+    x ^= x >> _S27
+    x *= _M2
+    x ^= x >> _S31
+    return x
+
+
+_powers_table = np.ones(1, dtype=np.uint64)
+
+
+def _powers(n: int) -> npt.NDArray[np.uint64]:
+    """P^0 .. P^(n-1) (uint64, wrapping), from a table kept for the longest word seen so far."""
+    global _powers_table
+    if _powers_table.size < n:
+        size = max(n, 2 * _powers_table.size, 64)
+        _powers_table = np.concatenate(([_U64(1)], np.cumprod(np.full(size - 1, _P, dtype=np.uint64))))
+    return _powers_table[:n]
 
 
 def _char_class(cp: int) -> int:
@@ -120,9 +141,17 @@ def hash_embed(texts: Sequence[str], *, dim: int = DEFAULT_DIM) -> npt.NDArray[n
         raise ValueError(f"dim must be at least 1, got {dim}")
     if isinstance(texts, str):
         raise TypeError("hash_embed takes a sequence of texts, not one string")
+    if len(texts) == 1:  # a query: the same text comes again (retries, a conversation's repeated turns)
+        return _embed_one(texts[0], dim).copy()
     if len(texts) <= _CHUNK:
         return _embed_chunk(texts, dim)
     return np.concatenate([_embed_chunk(texts[lo : lo + _CHUNK], dim) for lo in range(0, len(texts), _CHUNK)])
+
+
+@functools.lru_cache(maxsize=1_024)
+def _embed_one(text: str, dim: int) -> npt.NDArray[np.float32]:
+    """One text's row (callers get a copy: the cached array is never handed out)."""
+    return _embed_chunk([text], dim)
 
 
 def _embed_chunk(texts: Sequence[str], dim: int) -> npt.NDArray[np.float32]:
@@ -131,9 +160,10 @@ def _embed_chunk(texts: Sequence[str], dim: int) -> npt.NDArray[np.float32]:
     # One string for the whole batch, texts separated by NUL (a separator, so no word spans two texts).
     joined = "\x00".join(t.replace("\x00", " ") for t in texts)
     joined = unicodedata.normalize("NFKC", joined).casefold()
-    raw = np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), dtype="<u4")
+    encoded = np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), dtype="<u4")
     # A sentinel, so that "the next character" always exists; native byte order from here on.
-    raw = np.append(raw, np.uint32(0)).astype(np.uint32, copy=False)
+    raw = np.zeros(encoded.size + 1, dtype=np.uint32)
+    raw[:-1] = encoded
     cls = _classes(raw)
     cp = raw.astype(np.uint64)
 
@@ -150,41 +180,40 @@ def _embed_chunk(texts: Sequence[str], dim: int) -> npt.NDArray[np.float32]:
     first = np.flatnonzero(is_first)  # index into ``pos`` of each word's first character
     word_of = np.cumsum(is_first) - 1
     offset = np.arange(pos.size) - first[word_of]  # a character's place within its word
-    length = np.diff(first, append=pos.size).astype(np.uint64)
+    length = np.empty(first.size, dtype=np.uint64)
+    length[:-1] = first[1:] - first[:-1]
+    length[-1] = pos.size - first[-1]
 
     # Words: sum of c_i * P^i over the word's characters, with its length, then mixed.
-    powers = np.concatenate(([_U64(1)], np.cumprod(np.full(int(offset.max()), _P, dtype=np.uint64))))  # P^i
+    powers = _powers(int(offset.max()) + 1)  # P^i
     poly = np.add.reduceat(cp[pos] * powers[offset], first)
     word_hash = _splitmix64(poly + length * _K_LEN)
     word_text = text_of[pos[first]]
-    unigram = _splitmix64(word_hash ^ _SEEDS[UNIGRAM])
+    unigram = word_hash ^ _SEEDS[UNIGRAM]
 
     same_text = word_text[1:] == word_text[:-1]
-    bigram = _splitmix64(word_hash[:-1] * _P + word_hash[1:] + _SEEDS[BIGRAM])[same_text]
+    bigram = (word_hash[:-1] * _P + word_hash[1:] + _SEEDS[BIGRAM])[same_text]
     bigram_text = word_text[1:][same_text]
 
     # Character 3-grams of non-CJK words: one per character, centred on it, with boundary markers.
     p = pos[~is_cjk[pos]]
     left = np.where(starts[p], _BOUNDARY, cp[p - 1])
     right = np.where(is_char[p + 1] & ~starts[p + 1], cp[p + 1], _BOUNDARY)
-    char3 = _splitmix64((left * _P + cp[p]) * _P + right + _SEEDS[CHAR3])
+    char3 = (left * _P + cp[p]) * _P + right + _SEEDS[CHAR3]
     char3_text = text_of[p]
 
-    # Key: text (22 bits) | family (2 bits) | feature hash (40 bits). After sorting, equal features of one
-    # text are adjacent, and the length of their run is the term frequency.
-    keys = np.concatenate(
-        [
-            (text << _U64(_HASH_BITS + 2)) | _U64(family << _HASH_BITS) | (h >> _U64(64 - _HASH_BITS))
-            for family, h, text in (
-                (UNIGRAM, unigram, word_text),
-                (BIGRAM, bigram, bigram_text),
-                (CHAR3, char3, char3_text),
-            )
-        ]
-    )
+    # Key: text (22 bits) | family (2 bits) | feature hash (40 bits), each feature mixed by splitmix64 (all
+    # families at once). After sorting, equal features of one text are adjacent, and the length of their
+    # run is the term frequency.
+    sizes = (unigram.size, bigram.size, char3.size)
+    family_bits = np.repeat(_FAMILY_BITS, sizes)
+    text_bits = np.concatenate((word_text, bigram_text, char3_text)) << _TEXT_SHIFT
+    keys = text_bits | family_bits | (_splitmix64(np.concatenate((unigram, bigram, char3))) >> _HASH_SHIFT)
     keys.sort()
     run_start = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1])))
-    tf = np.diff(run_start, append=keys.size)
+    tf = np.empty(run_start.size, dtype=np.intp)
+    tf[:-1] = run_start[1:] - run_start[:-1]
+    tf[-1] = keys.size - run_start[-1]
     unique = keys[run_start]
 
     feature = unique & _HASH_MASK
@@ -192,7 +221,7 @@ def _embed_chunk(texts: Sequence[str], dim: int) -> npt.NDArray[np.float32]:
     text_id = (unique >> _U64(_HASH_BITS + 2)).astype(np.intp)
     bucket = ((feature >> _U64(1)) % _U64(dim)).astype(np.intp)
     sign = 1.0 - 2.0 * (feature & _U64(1)).astype(np.float64)
-    weight = sign * (1.0 + np.log(tf)) * np.asarray(FAMILY_WEIGHTS)[family]
+    weight = sign * (1.0 + np.log(tf)) * _FAMILY_WEIGHTS[family]
 
     np.add.at(out.reshape(-1), text_id * dim + bucket, weight.astype(np.float32))
     norms = np.sqrt(np.einsum("ij,ij->i", out, out))
