@@ -15,6 +15,7 @@ from typing import Any
 
 from sqlalchemy import text as sql
 
+from scoring.window import LINE_OVERHEAD  # the window's estimate of a line's "- " and newline
 from service.auth.service import Principal, create_key
 from service.clock import Clock
 from service.db import migrate
@@ -23,9 +24,6 @@ from service.db.engine import Database, create_database, session_scope
 from service.settings import Settings
 from service.tokenizer import build_tokenizer
 from service.vectors.recall import VectorRecall, build_recall
-
-# The window renders each item as "- <text>\n" (scoring.window.LINE_OVERHEAD).
-LINE_OVERHEAD = 2
 
 
 @contextlib.asynccontextmanager

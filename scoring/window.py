@@ -53,8 +53,13 @@ TITLES = dict(SECTIONS)
 HEADERS = {name: f"## {title}\n" for name, title in SECTIONS}
 # The stable, cache-friendly prefix: it changes only when rules or the long-term profile change.
 PREFIX_SECTIONS = ("rules", "profile")
-# "- " before and a newline after each item line.
-LINE_OVERHEAD = 2
+# What "- " before and a newline after an item line add to its own token count, as the budget's estimate.
+# With a BPE tokenizer (o200k) the space joins the next word's token and the newline mostly merges with
+# its neighbours: measured over 2,000 conversation turns, a line standalone adds 0.43 tokens on average
+# (0 or 1), and 0.08 inside a section of lines. The final text is counted exactly and the selection
+# tightened if the estimate was short, so 1 keeps that rare while wasting little of the budget (2, as
+# before, left ~5 % of a 900-token window unused).
+LINE_OVERHEAD = 1
 LEVEL_NAMES = ("original", "condensed", "summary", "key fields", "index line")
 
 
