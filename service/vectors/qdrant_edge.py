@@ -17,7 +17,7 @@ bench is ``python -m bench.vector_index``, the experiments behind the HNSW choic
   filter it is ~20 ms), which was most of a 100,000-item window (48 ms p50).
 - HNSW, built off the API process. ``optimize()`` builds the graphs, but holds the interpreter lock from
   start to end (measured: the loop got no turn in 85 s), and the engine runs no optimizer of its own. So a
-  build copies the shard (writes held for the copy, ~0.5 s a 100,000 points; reads go on), a child
+  build copies the shard (writes held for the copy, ~0.4 s a 100,000 points; reads go on), a child
   process (``python -m service.vectors.qdrant_edge build``, nice 10, one indexing thread so the API keeps
   the other core) optimises the copy, the API process opens the result and replays the writes it
   acknowledged meanwhile (kept in memory, bounded: a build that falls 200,000 points behind is dropped),
@@ -27,16 +27,19 @@ bench is ``python -m bench.vector_index``, the experiments behind the HNSW choic
   build; a crash before it leaves the old generation live with everything in its WAL, after it the new one,
   and leftovers of either kind are removed at the next open. ``close()`` kills a running child and drops
   its copy. One process per index: ``<collection>.lock`` is flocked while open, whatever the generation.
-  What the loop still waits for: opening the built shard holds the interpreter lock too (0.2-0.4 s at
-  20,000 points, 0.3-1.2 s at 100,000), closing the old one ~0.15 s, and each replayed batch as long as
-  the write did (~20 ms a 256 points) — once per build; the copy releases it (longest gap 16 ms).
+  What the loop still waits for, once per build (the engine holds the interpreter lock in these too): the
+  flush before the copy (~0.2 s at 100,000 points), opening the built shard (0.25-0.45 s at 100,000),
+  closing the old one (~0.15 s) and each replayed batch (as long as its write took, ~20 ms a 256 points);
+  the copy itself releases it (longest gap 16 ms).
 - What is built: no global graph (``m=0``) but one per large user (``payload_m=16`` on ``user_id``, the only
-  field with ``enable_hnsw``; ``is_tenant`` groups a user's points on disk). Users below the full-scan
-  threshold (10,000 KB: ~6,600 points of 384-d) get no graph, cost the build nothing and are still scored
-  exactly; a graph for every value of every payload field (the engine's default) was what made the first
-  attempt take 85 s. Built at ``ef_construct=100`` (Qdrant's default) with two threads, 100,000 points of
-  one user took 84 s on an idle box (259 s while the box was loaded); 64: 48 s (95 s with one thread);
-  ``m=8, ef_construct=32``: 18 s but recall@10 0.20.
+  field with ``enable_hnsw``, so no graph is built per tenant, status or type value; ``is_tenant`` groups a
+  user's points on disk). Users below the full-scan threshold (10,000 KB: ~6,600 points of 384-d) get no
+  graph, cost the build nothing and are still scored exactly: in a shard of one 50,000-point user and 50 of
+  1,000, a small user's top-100 took 0.65 ms p50 / 4.7 ms p99 before the build and 0.54 / 0.65 after. At
+  ``ef_construct=100`` (Qdrant's default) one user's 100,000 points build in 104-112 s with one thread (as
+  the child runs), 84 s with two (259 s while the box was loaded); ``ef_construct=64``: 95 s / 48 s;
+  ``m=8, ef_construct=32``: 18 s with two threads, but recall@10 0.20. A global graph as well (``m=16``):
+  86 s against 84 s, and no search would use it (every search filters by user).
 - Searched at ``hnsw_ef=200`` (the engine takes at least the limit). On 100,000 hashing-embedded texts of a
   29-word vocabulary (``bench.window``'s, hard for a graph: every text is close to every other), top-100
   p50 / recall@10 / recall@100 against the exact answer: ef 100 1.7 ms / 0.70 / 0.54, ef 200 2.7 ms / 0.82
