@@ -189,6 +189,9 @@ class Settings(BaseSettings):
     # away in the same session, halved per further turn; 0 turns it off.
     context_share: float = Field(0.5, ge=0, le=1)
     context_reach: int = Field(2, ge=0, le=10)
+    # ... for the neighbours of this many of the most relevant items (a window shows a few dozen; the
+    # neighbours of weaker hits gain too little to matter: LoCoMo 900 tokens 71.4 % with 32, 70.9 % with 100).
+    context_sources: int = Field(32, ge=1, le=1_000)
     # Changes not yet in the lexical index are searched from their text, the newest this many per user.
     lexical_pending_limit: int = Field(1_000, ge=0, le=100_000)
     # The lexical ranking ranks by the query's terms that are expected in at most this many of the user's

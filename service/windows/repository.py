@@ -100,14 +100,18 @@ SELECT {_HELD_COLUMNS}, c.version, h.held_at AS held,
        (c.scope IN ('user', 'global')
         OR (c.scope = 'session' AND c.scope_ref = $6) OR (c.scope = 'task' AND c.scope_ref = $7)
         OR (c.scope = 'stage' AND c.scope_ref = $8) OR (c.scope = 'step' AND c.scope_ref = $9)) AS applicable
-FROM (SELECT {_COLUMNS}, {_VERSION} AS version FROM context_item
-      WHERE tenant_id = $1 AND user_id = $2 AND id = ANY($3::text::uuid[]) AND {_ACTIVE}
-        AND (expires_at IS NULL OR expires_at > $4)
-        AND ($5::text[] IS NULL OR domain IS NULL OR domain = ANY($5::text[]))) AS c
+FROM unnest($3::text::uuid[]) WITH ORDINALITY AS o(id, n)
+CROSS JOIN LATERAL (
+    SELECT {_COLUMNS}, {_VERSION} AS version FROM context_item
+    WHERE tenant_id = $1 AND user_id = $2 AND id = o.id AND {_ACTIVE}
+      AND (expires_at IS NULL OR expires_at > $4)
+      AND ($5::text[] IS NULL OR domain IS NULL OR domain = ANY($5::text[]))) AS c
 LEFT JOIN unnest($10::text::uuid[], $11::text::bigint[]) WITH ORDINALITY AS h(held_id, held_version, held_at)
   ON h.held_id = c.id AND h.held_version = c.version
-ORDER BY array_position($3::text::uuid[], c.id)
+ORDER BY o.n
 """
+# (The order comes from the ids' own places: an ORDER BY array_position($3::text::uuid[], …) cast the whole
+# literal again for every row under a generic plan — 195 ms a window for 450 ids.)
 _JSON_SQL = "SELECT id, value, variants FROM context_item WHERE tenant_id = $1 AND id = ANY($2::uuid[])"
 _ENTRIES_SQL = f"""
 SELECT id, domain, dimension, key, value, polarity, tier, status, score, explicit, confirmed_at,
