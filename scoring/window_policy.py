@@ -60,7 +60,7 @@ class ValueModel:
     w_confidence: float = 0.15
     w_freshness: float = 0.15
     freshness_half_life_days: float = 30.0
-    extractive_exponent: float = 0.9  # L1, L2
+    extractive_exponent: float = 0.95  # L1, L2
     key_fields_exponent: float = 0.9  # L3
     index_share: float = 0.05  # L4, when it is an index line
     # Chat history: the newest old user turn is worth this, each older one ``history_decay`` times less;

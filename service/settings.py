@@ -67,7 +67,7 @@ class WindowValueSettings(BaseModel):
     w_confidence: float = Field(0.15, ge=0)
     w_freshness: float = Field(0.15, ge=0)
     freshness_half_life_days: float = Field(30.0, gt=0)
-    extractive_exponent: float = Field(0.9, gt=0, le=4)
+    extractive_exponent: float = Field(0.95, gt=0, le=4)
     key_fields_exponent: float = Field(0.9, gt=0, le=4)
     index_share: float = Field(0.05, gt=0, le=1)
     history_turn_value: float = Field(0.5, gt=0)

@@ -452,8 +452,8 @@ def test_a_compressed_item_the_query_matches_shows_its_matching_sentences() -> N
         "Everyone wants more meeting rooms than the floor plan allows for."
     )
     summary = "We talked about the office move for a long while and nobody agreed on anything at all."
-    texts = (long, summary, summary, long[:40], "[ctx long]")
-    item = Element("long", "background", texts, tuple(count(t) for t in texts), reason="background", order=(1,))
+    texts = (long, summary, summary, summary, "[ctx long]")
+    item = Element("long", "background", texts, tuple(count(t) for t in texts), reason="background", order=(T0, "long"))
     fillers = [el(f"f{i}", "background", "unrelated words here " * 12) for i in range(3)]
     elements = [el("input", "input", "How long is Kafka retention?", pinned=True), item, *fillers]
     prepared = W.prepare(elements)
