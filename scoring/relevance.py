@@ -1,7 +1,8 @@
-"""Hybrid relevance (DESIGN §3.8) and how it combines with an item's other merits in the window.
+"""Hybrid relevance and how it combines with an item's other merits in the window.
 
-Relevance fuses two rankings of the user's items for the query — lexical (PostgreSQL full-text search,
-``ts_rank``) and vector (cosine similarity in the index). Two fusions (``CTXMEM_FUSION``):
+Relevance fuses two rankings of the user's items for the query — lexical (BM25 over the user's texts in
+PostgreSQL's full-text index) and vector (cosine similarity in the index) — and then reads conversation
+turns in context (``in_context``). Two fusions (``CTXMEM_FUSION``):
 
 * ``convex`` (default): a weighted sum of each ranking's min-max normalised scores, w · lexical +
   (1 - w) · vector, w the embedder's (service/vectors/embedders.py) (Bruch et al., 2023). Normalising
