@@ -132,7 +132,8 @@ def make_observations(rnd: random.Random, n: int) -> list[ObservationCreate]:
 
 
 # The rows a window reads: its standing candidates and the newest few (the window's own statement), and the
-# items retrieved for the query, fetched by id.
+# items retrieved for the query, fetched by id with all their columns (the window skips those of rows it
+# already holds, so this baseline reads at least as much as the window does).
 ITEMS_SQL = window_repository._ITEMS_SQL
 RETRIEVED_SQL = window_repository._RETRIEVED_SQL
 ENTRIES_SQL = "SELECT * FROM profile_entry WHERE tenant_id = $1 AND user_id = $2 ORDER BY id"

@@ -75,6 +75,8 @@ _APPLICABLE_COUNT_SQL = f"SELECT count(*) FROM context_item {_ITEMS_WHERE}"
 # Items retrieved for a query that the window's rows do not hold, re-checked here: active, unexpired, in the
 # request's domains; ``applicable`` says whether they apply to this window's scopes (else they can only be
 # recalled). Whatever the index still holds of a superseded or deleted item stops here. Best first.
+# The window itself sends the variant below, which skips the columns of rows it holds; this full read of
+# the same rows is what bench.window's raw-fetch baseline runs.
 _RETRIEVED_SQL = f"""
 SELECT {_COLUMNS}, {_VERSION} AS version,
        (scope IN ('user', 'global')
