@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import math
 import re
+from datetime import datetime
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, ConfigDict, Field, StringConstraints
+from pydantic import AfterValidator, AwareDatetime, BeforeValidator, ConfigDict, Field, StringConstraints
 from pydantic import BaseModel as _PydanticBase
 
 # PostgreSQL text cannot hold NUL, and lone surrogates cannot be encoded as UTF-8: both would fail deep
@@ -50,7 +51,19 @@ def check_json(value: Any, _depth: int = 0) -> Any:
     return value
 
 
+# RFC 3339 date-times only: pydantic would also read a number (or a string of digits) as seconds since
+# 1970, so `{"now": 0}` would run a job as of 1970 instead of being refused.
+_RFC3339_START = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt ]")
+
+
+def check_rfc3339(value: Any) -> Any:
+    if isinstance(value, datetime) or (isinstance(value, str) and _RFC3339_START.match(value)):
+        return value
+    raise ValueError("must be an RFC 3339 date-time string with a time zone, e.g. 2026-09-01T12:00:00Z")
+
+
 SafeText = Annotated[str, AfterValidator(check_text)]
+DateTime = Annotated[AwareDatetime, BeforeValidator(check_rfc3339)]
 Identifier = Annotated[str, StringConstraints(min_length=1, max_length=128, pattern=ID_PATTERN)]
 SlotKey = Annotated[str, StringConstraints(min_length=1, max_length=200, pattern=KEY_PATTERN)]
 Domain = Annotated[str, StringConstraints(min_length=1, max_length=64, pattern=ID_PATTERN)]

@@ -6,10 +6,11 @@ import uuid
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, AwareDatetime, Field, StringConstraints, model_validator
+from pydantic import AfterValidator, Field, StringConstraints, model_validator
 
 from schemas.common import (
     Confidence,
+    DateTime,
     Domain,
     Identifier,
     JsonValue,
@@ -78,8 +79,8 @@ class ItemCreate(StrictModel):
     kind: Kind = "fact"
     status: WritableStatus = "available"
     confidence: Confidence | None = Field(None, description="Defaults by source (system 1.0 … model 0.5).")
-    observed_at: AwareDatetime | None = Field(None, description="When it was true; defaults to now; may be past.")
-    expires_at: AwareDatetime | None = Field(None, description="Defaults by type and scope.")
+    observed_at: DateTime | None = Field(None, description="When it was true; defaults to now; may be past.")
+    expires_at: DateTime | None = Field(None, description="Defaults by type and scope.")
     variants: ItemVariants | None = None
     related_ids: Annotated[list[uuid.UUID], Field(max_length=100)] = Field(default_factory=list)
     corrects: uuid.UUID | None = Field(

@@ -6,15 +6,15 @@ import uuid
 from datetime import datetime
 from typing import Literal
 
-from pydantic import AwareDatetime, Field
+from pydantic import Field
 
-from schemas.common import ReadModel, StrictModel
+from schemas.common import DateTime, ReadModel, StrictModel
 
 JobName = Literal["expire", "promote", "decay", "purge", "reindex"]
 
 
 class JobRunRequest(StrictModel):
-    now: AwareDatetime | None = Field(None, description="Run as of this time (simulate the future or the past)")
+    now: DateTime | None = Field(None, description="Run as of this time (simulate the future or the past)")
 
 
 class JobRunRead(ReadModel):

@@ -6,9 +6,9 @@ import uuid
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import AwareDatetime, Field, StringConstraints
+from pydantic import Field, StringConstraints
 
-from schemas.common import Domain, Identifier, ReadModel, SafeText, SlotKey, StrictModel
+from schemas.common import DateTime, Domain, Identifier, ReadModel, SafeText, SlotKey, StrictModel
 from schemas.users import EventRead
 
 Dimension = Literal["goal", "ability", "preference", "decision_style", "relationship"]
@@ -30,7 +30,7 @@ class ObservationCreate(StrictModel):
     explicit: bool = Field(False, description="The user said it (else inferred from behaviour)")
     stance: Literal["supports", "contradicts"] = "supports"
     confirmation: bool = Field(False, description="The user answered yes (supports) or no (contradicts) when asked")
-    observed_at: AwareDatetime | None = None
+    observed_at: DateTime | None = None
     source: ObservationSource = "model"
     note: Annotated[SafeText, StringConstraints(max_length=2000)] | None = None
     weight: float = Field(1.0, gt=0, le=1, allow_inf_nan=False)

@@ -20,7 +20,9 @@ from service.db.engine import Database, create_database
 from service.errors import install_error_handlers
 from service.health.endpoints import router as health_router
 from service.items.endpoints import router as items_router
+from service.json_body import RejectDuplicateKeys
 from service.limits import BodySizeLimit
+from service.methods import OptionsResponder
 from service.profiles.endpoints import router as profiles_router
 from service.settings import Settings, get_settings
 from service.timeline.endpoints import router as timeline_router
@@ -118,5 +120,8 @@ def create_app(
     ).instrument(app, latency_lowr_buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0)).expose(
         app, endpoint="/metrics", include_in_schema=False
     )
+    # Outermost last: OPTIONS is answered first, oversize bodies are refused before they are read.
+    app.add_middleware(RejectDuplicateKeys)
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
+    app.add_middleware(OptionsResponder, router=app.router)
     return app

@@ -17,6 +17,8 @@ from sqlalchemy.exc import IntegrityError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import JSONResponse, Response
 
+from service.methods import allowed_methods
+
 log = logging.getLogger("ctxmem.errors")
 
 PROBLEM_JSON = "application/problem+json"
@@ -170,6 +172,10 @@ def install_error_handlers(app: FastAPI) -> None:
             reason = type(exc.__cause__).__name__
             err = ValidationFailed(f"the body is not valid UTF-8 JSON ({reason})")
             return problem_response(422, err.body(request.url.path))
+        headers = dict(exc.headers) if exc.headers else {}
+        if exc.status_code == 405:
+            # Every method of the path, not only those of the first route that matched it.
+            headers["Allow"] = ", ".join(allowed_methods(request.app.router, request.scope))
         slug, title = _HTTP_SLUGS.get(exc.status_code, ("http-error", "HTTP error"))
         body = {
             "type": problem_type(slug),
@@ -178,7 +184,7 @@ def install_error_handlers(app: FastAPI) -> None:
             "detail": exc.detail if isinstance(exc.detail, str) else title,
             "instance": request.url.path,
         }
-        return problem_response(exc.status_code, body, dict(exc.headers) if exc.headers else None)
+        return problem_response(exc.status_code, body, headers or None)
 
     async def on_unexpected(request: Request, exc: Exception) -> Response:
         log.exception("unhandled error on %s %s", request.method, request.url.path)

@@ -9,6 +9,8 @@ import uuid
 
 from service.errors import ValidationFailed
 
+_FIX = "pass the next_cursor of the previous page unchanged, or leave cursor out to start at the first page"
+
 
 def encode_cursor(last_id: uuid.UUID, order: str) -> str:
     raw = json.dumps({"id": str(last_id), "o": order}, separators=(",", ":")).encode()
@@ -16,13 +18,25 @@ def encode_cursor(last_id: uuid.UUID, order: str) -> str:
 
 
 def decode_cursor(cursor: str, order: str) -> uuid.UUID:
+    """The last id of the previous page. Anything but a cursor this service issued (a forged or truncated
+    one, JSON of other shapes) is the client's mistake: a 422 that says what to send instead."""
     try:
         padded = cursor + "=" * (-len(cursor) % 4)
         data = json.loads(base64.urlsafe_b64decode(padded.encode("ascii")))
+        if not isinstance(data, dict) or not isinstance(data.get("id"), str) or not isinstance(data.get("o"), str):
+            raise ValueError("not a cursor object")
         last = uuid.UUID(data["id"])
-        cursor_order = data["o"]
-    except (ValueError, KeyError, TypeError, UnicodeError, binascii.Error) as exc:
-        raise ValidationFailed("cursor is not one this service issued") from exc
+        cursor_order: str = data["o"]
+    except (ValueError, UnicodeError, binascii.Error) as exc:
+        raise ValidationFailed(f"cursor is not one this service issued: {_FIX}", errors=_loc()) from exc
     if cursor_order != order:
-        raise ValidationFailed(f"cursor was issued for order={cursor_order}, not order={order}")
+        raise ValidationFailed(
+            f"cursor was issued for order={cursor_order[:16]}, not order={order}: send the same order as the"
+            " request that returned it",
+            errors=_loc(),
+        )
     return last
+
+
+def _loc() -> list[dict[str, object]]:
+    return [{"loc": ["query", "cursor"], "msg": "invalid cursor", "type": "value_error"}]

@@ -6,6 +6,7 @@ import uuid
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query, Response
+from starlette.convertors import StringConvertor, register_url_convertor
 
 from schemas.common import Domain, Identifier, Problem, SlotKey
 from schemas.items import (
@@ -27,6 +28,16 @@ ERRORS: dict[int | str, dict[str, object]] = {
 }
 
 router = APIRouter(prefix="/v1/users/{user_id}/items", tags=["items"], responses=ERRORS)
+
+
+class _ItemIdSegment(StringConvertor):
+    """An item's path segment is anything but ``batch``, so that ``GET /items/batch`` finds the batch route
+    (405: it is POST only) instead of the item route with an id that is not a UUID (422)."""
+
+    regex = r"(?!batch$)[^/]+"
+
+
+register_url_convertor("item_id", _ItemIdSegment())
 
 
 @router.post("", status_code=201, response_model=ItemRead, summary="Write one context item")
@@ -101,12 +112,12 @@ async def list_items(
     return await service.list_items(ctx.session, ctx.principal, ctx.settings, user_id, query, ctx.now)
 
 
-@router.get("/{item_id}", response_model=ItemRead, summary="Read one item, whatever its status")
+@router.get("/{item_id:item_id}", response_model=ItemRead, summary="Read one item, whatever its status")
 async def get_item(user_id: UserIdPath, item_id: uuid.UUID, session: SessionDep, principal: PrincipalDep) -> ItemRead:
     return await service.get_item(session, principal, user_id, item_id)
 
 
-@router.delete("/{item_id}", response_model=ItemRead, summary="Tombstone an item (kept for audit until purged)")
+@router.delete("/{item_id:item_id}", response_model=ItemRead, summary="Tombstone an item (kept for audit until purged)")
 async def delete_item(
     user_id: UserIdPath,
     item_id: uuid.UUID,
