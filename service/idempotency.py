@@ -30,11 +30,13 @@ MAX_KEY_LENGTH = 255
 class Idempotency:
     """Handed to write endpoints; ``respond`` serialises the result once and stores it under the key."""
 
-    def __init__(self, session: AsyncSession, tenant_id: str, key: str | None) -> None:
+    def __init__(self, session: AsyncSession, tenant_id: str, key: str | None, *, path: str = "") -> None:
         self.session = session
         self.tenant_id = tenant_id
         self.key = key
-        self.forget_user = False
+        self.path = path
+        # Set by an erasure: its own record survives for replays, naming the user nowhere.
+        self.forget_user: str | None = None
 
     async def respond(self, model: BaseModel, status_code: int = 200) -> Response:
         return await self.respond_bytes(model.model_dump_json().encode(), status_code)
@@ -46,14 +48,25 @@ class Idempotency:
     async def respond_bytes(self, body: bytes, status_code: int) -> Response:
         if self.key is not None:
             values: dict[str, Any] = {"status_code": status_code, "response_body": body}
-            if self.forget_user:
+            if self.forget_user is not None:
                 values["user_id"] = None
+                values["path"] = forget_user_in_path(self.path, self.forget_user)
             await self.session.execute(
                 update(IdempotencyRecord)
                 .where(IdempotencyRecord.tenant_id == self.tenant_id, IdempotencyRecord.key == self.key)
                 .values(**values)
             )
         return Response(body, status_code=status_code, media_type="application/json")
+
+
+def forget_user_in_path(path: str, user_id: str) -> str:
+    """``/v1/users/<id>/...`` as its route template, ``/v1/users/{user_id}/...``: what an erased user's
+    records may keep (the request hash, a SHA-256 like the erasure's user fingerprint, still tells a replay
+    from a different request)."""
+    prefix = f"/v1/users/{user_id}"
+    if path == prefix or path.startswith(prefix + "/"):
+        return "/v1/users/{user_id}" + path[len(prefix) :]
+    return path
 
 
 def _check_key(key: str) -> str:
@@ -88,7 +101,7 @@ async def begin(session: AsyncSession, request: Request, tenant_id: str, now: da
         .returning(IdempotencyRecord.key)
     )
     if (await session.execute(claim)).scalar_one_or_none() is not None:
-        return Idempotency(session, tenant_id, key)
+        return Idempotency(session, tenant_id, key, path=request.url.path)
     stored = (
         await session.execute(
             select(IdempotencyRecord).where(IdempotencyRecord.tenant_id == tenant_id, IdempotencyRecord.key == key)

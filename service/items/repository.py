@@ -8,22 +8,31 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import and_, bindparam, func, or_, select, text, update
-from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql import ColumnElement
 
 from service.db.bulk import copy_rows
+from service.db.locks import user_lock_sql
 from service.db.models import ContextItem, EndUser
 
 T = ContextItem.__table__  # type: ignore[attr-defined]
 C = T.c
 
 
+_ENSURE_USER = text(
+    "INSERT INTO end_user (tenant_id, user_id, created_at, updated_at) "
+    "SELECT CAST(:t AS text), CAST(:u AS text), CAST(:now AS timestamptz), CAST(:now AS timestamptz) "
+    f"FROM (SELECT {user_lock_sql('pg_advisory_xact_lock_shared', ':t', ':u')}) AS l "
+    "ON CONFLICT (tenant_id, user_id) DO NOTHING"
+)
+
+
 async def ensure_user(session: AsyncSession, tenant_id: str, user_id: str, now: datetime) -> None:
-    # DO NOTHING, not DO UPDATE: an update would row-lock the user for the whole transaction and
-    # serialise every write of that user; slots are locked on their own (lock_slots).
-    stmt = pg_insert(EndUser).values(tenant_id=tenant_id, user_id=user_id, created_at=now, updated_at=now)
-    await session.execute(stmt.on_conflict_do_nothing(index_elements=[EndUser.tenant_id, EndUser.user_id]))
+    """The first statement of every write: the user's lock, shared (service/db/locks.py: a write waits for
+    an erasure of its user in progress and is then wholly after it), and the user row.
+    DO NOTHING, not DO UPDATE: an update would row-lock the user for the whole transaction and
+    serialise every write of that user; slots are locked on their own (lock_slots)."""
+    await session.execute(_ENSURE_USER, {"t": tenant_id, "u": user_id, "now": now})
 
 
 async def user_exists(session: AsyncSession, tenant_id: str, user_id: str) -> bool:

@@ -35,5 +35,5 @@ async def erase_user(
     user_id: UserIdPath, session: SessionDep, principal: PrincipalDep, clock: ClockDep, idem: IdempotencyDep
 ) -> Response:
     result = await service.erase_user(session, principal, user_id, clock.now(), idempotency_key=idem.key)
-    idem.forget_user = True
+    idem.forget_user = user_id
     return await idem.respond(result, 200)

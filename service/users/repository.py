@@ -5,14 +5,24 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
-from sqlalchemy import delete, select
+from sqlalchemy import delete, select, text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
+from service.db.locks import user_lock_sql
 from service.db.models import ContextItem, EndUser, Event, IdempotencyRecord, Observation, ProfileEntry
 
 # Tables holding a user's rows, in the order they must be erased (children before end_user).
 # Later stores (profiles, observations, vectors' outbox) join this list.
 USER_TABLES: list[Any] = [Observation, ProfileEntry, ContextItem, Event, IdempotencyRecord, EndUser]
+
+
+_LOCK_USER = text(f"SELECT {user_lock_sql('pg_advisory_xact_lock', ':t', ':u')}")
+
+
+async def lock_user(session: AsyncSession, tenant_id: str, user_id: str) -> None:
+    """The user's lock, exclusively (service/db/locks.py): waits for the writes and outbox batches of the
+    user in progress; later ones wait for this transaction (the worker skips the user)."""
+    await session.execute(_LOCK_USER, {"t": tenant_id, "u": user_id})
 
 
 async def erase_user(

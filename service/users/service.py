@@ -67,6 +67,8 @@ async def erase_user(
     """Delete every row of the user in one transaction. The erasure's own event keeps no content:
     no user id (a fingerprint instead), only the row counts."""
     principal.require(Permission.USERS_ERASE)
+    # First, before any row of the user is touched: the lock writes and the outbox worker take too.
+    await repository.lock_user(session, principal.tenant_id, user_id)
     await require_user(session, principal, user_id)
     counts = await repository.erase_user(session, principal.tenant_id, user_id, keep_idempotency_key=idempotency_key)
     await enqueue_user_delete(session, principal.tenant_id, user_id, now)

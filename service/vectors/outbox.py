@@ -17,6 +17,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from service.db.engine import Database, session_scope
+from service.db.locks import user_lock_sql
 from service.vectors.base import Embedder, VectorIndex, VectorPoint
 
 log = logging.getLogger("ctxmem.vectors")
@@ -97,6 +98,15 @@ _SEARCH_DELETE = text(
 )
 
 
+# The users of a claimed batch that are being erased: their user lock is held exclusively
+# (service/db/locks.py). Tried without waiting, so the worker never waits for an erasure; the erasure
+# waits for this batch (which holds the others shared) and deletes the skipped rows itself.
+_ERASING = text(
+    "SELECT t, u FROM unnest(CAST(:ts AS text[]), CAST(:us AS text[])) AS x(t, u) "
+    f"WHERE NOT {user_lock_sql('pg_try_advisory_xact_lock_shared', 't', 'u')}"
+)
+
+
 class OutboxWorker:
     """Applies outbox rows to the index. Several processes may run one: rows are claimed with SKIP LOCKED."""
 
@@ -145,6 +155,8 @@ class OutboxWorker:
                     {"n": self.batch_size},
                 )
             ).all()
+            if rows:
+                rows = await self._without_erasing(session, rows)
             if not rows:
                 return 0
             await self._apply_lexical(session, rows)
@@ -174,6 +186,14 @@ class OutboxWorker:
             if failed:
                 self.failures += 1
             return len(done) if done else -1
+
+    async def _without_erasing(self, session: AsyncSession, rows: Sequence[Any]) -> list[Any]:
+        users = list(dict.fromkeys((r.tenant_id, r.user_id) for r in rows))
+        erasing = set(
+            (t, u)
+            for t, u in await session.execute(_ERASING, {"ts": [t for t, _ in users], "us": [u for _, u in users]})
+        )
+        return [r for r in rows if (r.tenant_id, r.user_id) not in erasing]
 
     async def maintain(self) -> None:
         """The index's background upkeep (an HNSW build for a large user, in another process), asked for
