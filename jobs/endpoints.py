@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Path, Query, Request
 
 from jobs import repository
 from jobs.runner import run_job
@@ -25,7 +25,10 @@ class JobBusy(Conflict):
 @router.post("/{name}/run", response_model=JobRunRead, summary="Run a job now for this tenant (admin)")
 async def run(
     request: Request,
-    name: JobName,
+    name: Annotated[
+        JobName,
+        Path(description="expire, promote, decay, purge or reindex (see docs/concepts.md, jobs)", examples=["decay"]),
+    ],
     principal: PrincipalDep,
     db: DatabaseDep,
     settings: SettingsDep,
@@ -55,8 +58,8 @@ async def run(
 async def runs(
     principal: PrincipalDep,
     session: SessionDep,
-    name: JobName | None = None,
-    limit: Annotated[int, Query(ge=1, le=500)] = 50,
+    name: Annotated[JobName | None, Query(description="Only this job's runs", examples=["promote"])] = None,
+    limit: Annotated[int, Query(ge=1, le=500, description="How many runs, newest first", examples=[20])] = 50,
 ) -> JobRunPage:
     principal.require(Permission.JOBS_RUN)
     rows = await repository.list_runs(session, tenant_id=principal.tenant_id, name=name, limit=limit)

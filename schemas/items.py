@@ -6,7 +6,7 @@ import uuid
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, Field, StringConstraints, model_validator
+from pydantic import AfterValidator, ConfigDict, Field, StringConstraints, model_validator
 
 from schemas.common import (
     Confidence,
@@ -54,40 +54,139 @@ VariantText = Annotated[SafeText, StringConstraints(min_length=1, max_length=MAX
 class ItemVariants(StrictModel):
     """Precompressed versions supplied by the client; the window uses them before deriving its own."""
 
-    condensed: VariantText | None = None
-    summary: VariantText | None = None
-    index: Annotated[SafeText, StringConstraints(min_length=1, max_length=500)] | None = None
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "condensed": "Orders replica lag: 45 s during the nightly batch.",
+                    "summary": "Replica lag 45 s at night.",
+                    "index": "replica lag",
+                }
+            ]
+        },
+    )
+
+    condensed: VariantText | None = Field(
+        None, description="Level 1: the content with filler removed, every fact kept", examples=["Lag 45 s nightly."]
+    )
+    summary: VariantText | None = Field(
+        None, description="Level 2: one or two sentences", examples=["Replica lag 45 s at night."]
+    )
+    index: Annotated[SafeText, StringConstraints(min_length=1, max_length=500)] | None = Field(
+        None, description="Level 4: a few words naming the item (its index line)", examples=["replica lag"]
+    )
 
 
 class ItemCreate(StrictModel):
-    type: ItemType
-    content: Content
-    key: SlotKey | None = None
-    value: JsonValue = None
-    domain: Domain | None = None
-    source: Source = Field("model", description="Who produced it; the default is the least trusted.")
+    """One context item. Only ``type`` and ``content`` are required; the rest has defaults by source,
+    type and scope."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "type": "constraint",
+                    "content": "Never book flights that land after 22:00.",
+                    "source": "user",
+                    "hard": True,
+                },
+                {
+                    "type": "fact",
+                    "content": "PostgreSQL replication lag on the orders replica reached 45 seconds.",
+                    "source": "tool",
+                    "key": "orders.replica.lag_seconds",
+                    "value": 45,
+                    "domain": "ops",
+                },
+            ]
+        },
+    )
+
+    type: ItemType = Field(
+        description="What the item is: rule, goal, constraint, preference, fact, decision, entity, plan, "
+        "tool_result, summary or episode (a conversation turn). Sets its default expiry and window section.",
+        examples=["fact"],
+    )
+    content: Content = Field(
+        description=f"The text the model will read (1 to {MAX_CONTENT_CHARS:,} characters; the server counts its "
+        "tokens). The window may show a compressed level of it, never a rewritten one.",
+        examples=["The user's team has three engineers."],
+    )
+    key: SlotKey | None = Field(
+        None,
+        description="A slot name: items with the same key (and scope) compete, and the winner is chosen by "
+        "authority, then recency. Omit for free-standing items.",
+        examples=["team.size"],
+    )
+    value: JsonValue = Field(
+        None, description="The slot's value as JSON (compared to decide replaced or reinforced)", examples=[3]
+    )
+    domain: Domain | None = Field(
+        None, description="A topic label a window or listing can filter on", examples=["work"]
+    )
+    source: Source = Field(
+        "model",
+        description="Who produced it: system, user, tool, summary or model; the default is the least trusted. "
+        "It sets the default authority and confidence.",
+        examples=["user"],
+    )
     authority: Authority | None = Field(
         None,
         description="Defaults from source; may lower it, never raise it. Only admin keys may write system.",
+        examples=["user"],
     )
-    scope: Scope = "user"
-    session_id: Identifier | None = None
-    task_id: Identifier | None = None
-    stage_id: Identifier | None = None
-    step_id: Identifier | None = None
-    hard: bool = False
-    kind: Kind = "fact"
-    status: WritableStatus = "available"
-    confidence: Confidence | None = Field(None, description="Defaults by source (system 1.0 … model 0.5).")
-    observed_at: DateTime | None = Field(None, description="When it was true; defaults to now; may be past.")
-    expires_at: DateTime | None = Field(None, description="Defaults by type and scope.")
-    variants: ItemVariants | None = None
-    related_ids: Annotated[list[uuid.UUID], Field(max_length=100)] = Field(default_factory=list)
+    scope: Scope = Field(
+        "user",
+        description="Where it applies: step, stage, task, session (needs the matching *_id), user (everywhere "
+        "for this user) or global",
+        examples=["session"],
+    )
+    session_id: Identifier | None = Field(None, description="Required with scope session", examples=["s-42"])
+    task_id: Identifier | None = Field(None, description="Required with scope task", examples=["t-trip"])
+    stage_id: Identifier | None = Field(None, description="Required with scope stage", examples=["booking"])
+    step_id: Identifier | None = Field(None, description="Required with scope step", examples=["step-3"])
+    hard: bool = Field(
+        False, description="A hard constraint (type constraint only): always in the window, verbatim", examples=[True]
+    )
+    kind: Kind = Field(
+        "fact", description="fact (true or false) or opinion (someone's view; shown as such)", examples=["opinion"]
+    )
+    status: WritableStatus = Field(
+        "available",
+        description="available, verified (checked against a source) or missing (known to be unknown); the "
+        "other statuses (superseded, expired, deleted) are reached only through the service's rules",
+        examples=["verified"],
+    )
+    confidence: Confidence | None = Field(
+        None, description="0 to 1; defaults by source (system 1.0 … model 0.5)", examples=[0.9]
+    )
+    observed_at: DateTime | None = Field(
+        None,
+        description="When it was true (RFC 3339 with a time zone); defaults to now; may be past",
+        examples=["2026-09-01T08:30:00Z"],
+    )
+    expires_at: DateTime | None = Field(
+        None,
+        description="When it stops applying; defaults by type and scope (tool results soonest)",
+        examples=["2026-12-31T00:00:00Z"],
+    )
+    variants: ItemVariants | None = Field(
+        None, description="Your own compressed versions; the window prefers them to the ones it derives"
+    )
+    related_ids: Annotated[list[uuid.UUID], Field(max_length=100)] = Field(
+        default_factory=list,
+        description="Items that must be shown together with this one (up to 100)",
+        examples=[["0190a5c2-7d3e-7c4a-9b1e-2f6d8a4c1b00"]],
+    )
     corrects: uuid.UUID | None = Field(
-        None, description="A user correction: retires this item at once (system items: admin keys only)."
+        None,
+        description="A user correction: retires this item at once (system items: admin keys only)",
+        examples=["0190a5c2-7d3e-7c4a-9b1e-2f6d8a4c1b00"],
     )
     embedding: Annotated[list[FiniteFloat], Field(min_length=1, max_length=8192)] | None = Field(
-        None, description="Your own vector for this item (its dimension must match the configured embedder)"
+        None,
+        description="Your own vector for this item (its dimension must match the configured embedder)",
+        examples=[[0.12, -0.03, 0.4]],
     )
 
     @model_validator(mode="after")
@@ -109,7 +208,22 @@ class ItemCreate(StrictModel):
 
 
 class ItemBatchCreate(StrictModel):
-    items: list[ItemCreate] = Field(min_length=1)
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "items": [
+                        {"type": "preference", "content": "Prefers window seats.", "source": "user"},
+                        {"type": "goal", "content": "Plan a week in Lisbon in May.", "source": "user"},
+                    ]
+                }
+            ]
+        },
+    )
+
+    items: list[ItemCreate] = Field(
+        min_length=1, description="1 to the batch limit (CTXMEM_MAX_BATCH_ITEMS) items, written in one transaction"
+    )
 
 
 class Resolution(ReadModel):

@@ -6,7 +6,7 @@ import uuid
 from datetime import datetime
 from typing import Literal
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
 from schemas.common import DateTime, ReadModel, StrictModel
 
@@ -14,7 +14,13 @@ JobName = Literal["expire", "promote", "decay", "purge", "reindex"]
 
 
 class JobRunRequest(StrictModel):
-    now: DateTime | None = Field(None, description="Run as of this time (simulate the future or the past)")
+    model_config = ConfigDict(json_schema_extra={"examples": [{"now": "2026-12-31T00:00:00Z"}]})
+
+    now: DateTime | None = Field(
+        None,
+        description="Run as of this time (RFC 3339; simulate the future or the past); default: now",
+        examples=["2026-12-31T00:00:00Z"],
+    )
 
 
 class JobRunRead(ReadModel):

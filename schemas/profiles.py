@@ -6,7 +6,7 @@ import uuid
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, StringConstraints
+from pydantic import ConfigDict, Field, StringConstraints
 
 from schemas.common import DateTime, Domain, Identifier, ReadModel, SafeText, SlotKey, StrictModel
 from schemas.users import EventRead
@@ -19,33 +19,85 @@ ObservationSource = Literal["system", "user", "tool", "summary", "model"]
 Value = Annotated[SafeText, StringConstraints(min_length=1, max_length=200, strip_whitespace=True)]
 
 
+_OBSERVATION_EXAMPLE = {
+    "domain": "laptop",
+    "dimension": "preference",
+    "key": "brand",
+    "value": "ThinkPad",
+    "session_id": "s-7",
+    "context": "buy_laptop",
+    "explicit": True,
+}
+
+
 class ObservationCreate(StrictModel):
-    domain: Domain | None = Field(None, description="Omit for a global entry")
-    dimension: Dimension
-    key: SlotKey
-    value: Value
-    polarity: Polarity = "like"
-    session_id: Identifier = Field(description="Independent sessions are what Count counts")
-    context: Identifier = Field("default", description="The scene it came from, e.g. buy_laptop")
-    explicit: bool = Field(False, description="The user said it (else inferred from behaviour)")
-    stance: Literal["supports", "contradicts"] = "supports"
-    confirmation: bool = Field(False, description="The user answered yes (supports) or no (contradicts) when asked")
-    observed_at: DateTime | None = None
-    source: ObservationSource = "model"
-    note: Annotated[SafeText, StringConstraints(max_length=2000)] | None = None
-    weight: float = Field(1.0, gt=0, le=1, allow_inf_nan=False)
+    """One piece of evidence about the user: the profile entry (domain, dimension, key, value) it is about,
+    and whether it supports or contradicts it."""
+
+    model_config = ConfigDict(json_schema_extra={"examples": [_OBSERVATION_EXAMPLE]})
+
+    domain: Domain | None = Field(None, description="Omit for a global entry", examples=["laptop"])
+    dimension: Dimension = Field(
+        description="What kind of belief: goal, ability, preference, decision_style or relationship",
+        examples=["preference"],
+    )
+    key: SlotKey = Field(description="The entry's name within its domain and dimension", examples=["brand"])
+    value: Value = Field(description="The believed value (1 to 200 characters)", examples=["ThinkPad"])
+    polarity: Polarity = Field("like", description="like, dislike or neutral", examples=["dislike"])
+    session_id: Identifier = Field(
+        description="The session it was observed in: independent sessions are what Count counts", examples=["s-7"]
+    )
+    context: Identifier = Field(
+        "default", description="The scene it came from, e.g. buy_laptop", examples=["buy_laptop"]
+    )
+    explicit: bool = Field(False, description="The user said it (else inferred from behaviour)", examples=[True])
+    stance: Literal["supports", "contradicts"] = Field(
+        "supports", description="supports the belief, or contradicts it (a denial)", examples=["contradicts"]
+    )
+    confirmation: bool = Field(
+        False, description="The user answered yes (supports) or no (contradicts) when asked", examples=[True]
+    )
+    observed_at: DateTime | None = Field(
+        None, description="When it was observed (RFC 3339); defaults to now", examples=["2026-09-01T08:30:00Z"]
+    )
+    source: ObservationSource = Field(
+        "model", description="Who observed it: system, user, tool, summary or model", examples=["user"]
+    )
+    note: Annotated[SafeText, StringConstraints(max_length=2000)] | None = Field(
+        None, description="Free text kept with the evidence (shown to operators)", examples=["said so in chat"]
+    )
+    weight: float = Field(
+        1.0,
+        gt=0,
+        le=1,
+        allow_inf_nan=False,
+        description="How much this piece of evidence counts (0 to 1]",
+        examples=[0.5],
+    )
 
 
 class ObservationBatchCreate(StrictModel):
-    observations: list[ObservationCreate] = Field(min_length=1)
+    model_config = ConfigDict(json_schema_extra={"examples": [{"observations": [_OBSERVATION_EXAMPLE]}]})
+
+    observations: list[ObservationCreate] = Field(
+        min_length=1, description="1 to the batch limit (CTXMEM_MAX_BATCH_ITEMS) observations, in one transaction"
+    )
 
 
 class ConfirmBody(StrictModel):
     """Confirm or reject an entry on the user's behalf (records an explicit observation)."""
 
-    session_id: Identifier = "operator"
-    context: Identifier = "operator"
-    note: Annotated[SafeText, StringConstraints(max_length=2000)] | None = None
+    model_config = ConfigDict(json_schema_extra={"examples": [{"note": "confirmed by the user on the phone"}]})
+
+    session_id: Identifier = Field(
+        "operator", description="The session recorded with the observation", examples=["support-call-12"]
+    )
+    context: Identifier = Field("operator", description="The context recorded with it", examples=["support"])
+    note: Annotated[SafeText, StringConstraints(max_length=2000)] | None = Field(
+        None,
+        description="Why, in a few words (kept with the evidence)",
+        examples=["confirmed by the user on the phone"],
+    )
 
 
 class ProfileEntryRead(ReadModel):

@@ -13,33 +13,64 @@ LongText = Annotated[SafeText, StringConstraints(min_length=1, max_length=32_000
 
 
 class FunctionCall(StrictModel):
-    model_config = ConfigDict(extra="allow")
-    name: Annotated[SafeText, StringConstraints(min_length=1, max_length=256)]
-    arguments: Annotated[SafeText, StringConstraints(max_length=200_000)] = ""
+    model_config = ConfigDict(
+        extra="allow", json_schema_extra={"examples": [{"name": "get_weather", "arguments": '{"city": "Lisbon"}'}]}
+    )
+    name: Annotated[SafeText, StringConstraints(min_length=1, max_length=256)] = Field(
+        description="The function the model called", examples=["get_weather"]
+    )
+    arguments: Annotated[SafeText, StringConstraints(max_length=200_000)] = Field(
+        "",
+        description="The call's arguments as a JSON-encoded string, as OpenAI sends them (not a JSON object)",
+        examples=['{"city": "Lisbon"}'],
+    )
 
 
 class ToolCall(StrictModel):
-    model_config = ConfigDict(extra="allow")
-    id: Annotated[SafeText, StringConstraints(min_length=1, max_length=256)]
-    type: Literal["function"] = "function"
-    function: FunctionCall
+    model_config = ConfigDict(
+        extra="allow",
+        json_schema_extra={
+            "examples": [{"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": "{}"}}]
+        },
+    )
+    id: Annotated[SafeText, StringConstraints(min_length=1, max_length=256)] = Field(
+        description="The call's id; the tool message answering it carries it as tool_call_id", examples=["call_1"]
+    )
+    type: Literal["function"] = Field("function", description="Always function", examples=["function"])
+    function: FunctionCall = Field(description="Which function, with which arguments")
 
 
 class ContentPart(StrictModel):
-    model_config = ConfigDict(extra="allow")
-    type: Annotated[SafeText, StringConstraints(max_length=64)]
-    text: Annotated[SafeText, StringConstraints(max_length=200_000)] | None = None
+    model_config = ConfigDict(extra="allow", json_schema_extra={"examples": [{"type": "text", "text": "Hello"}]})
+    type: Annotated[SafeText, StringConstraints(max_length=64)] = Field(
+        description="The part's type, e.g. text or image_url (only text parts are counted as text)", examples=["text"]
+    )
+    text: Annotated[SafeText, StringConstraints(max_length=200_000)] | None = Field(
+        None, description="The text of a text part", examples=["What is the weather in Lisbon?"]
+    )
 
 
 class ChatMessage(StrictModel):
     """An OpenAI chat message (extra fields are kept and passed through)."""
 
-    model_config = ConfigDict(extra="allow")
-    role: Literal["system", "developer", "user", "assistant", "tool"]
-    content: Annotated[SafeText, StringConstraints(max_length=200_000)] | list[ContentPart] | None = None
-    name: Annotated[SafeText, StringConstraints(max_length=256)] | None = None
-    tool_calls: Annotated[list[ToolCall], Field(max_length=128)] | None = None
-    tool_call_id: Annotated[SafeText, StringConstraints(min_length=1, max_length=256)] | None = None
+    model_config = ConfigDict(
+        extra="allow", json_schema_extra={"examples": [{"role": "user", "content": "Find me a flight to Lisbon."}]}
+    )
+    role: Literal["system", "developer", "user", "assistant", "tool"] = Field(
+        description="Who speaks: system, developer, user, assistant or tool", examples=["user"]
+    )
+    content: Annotated[SafeText, StringConstraints(max_length=200_000)] | list[ContentPart] | None = Field(
+        None, description="A string, or a list of content parts", examples=["Find me a flight to Lisbon."]
+    )
+    name: Annotated[SafeText, StringConstraints(max_length=256)] | None = Field(
+        None, description="An optional name of the speaker", examples=["alice"]
+    )
+    tool_calls: Annotated[list[ToolCall], Field(max_length=128)] | None = Field(
+        None, description="Assistant messages only: the tools the model called"
+    )
+    tool_call_id: Annotated[SafeText, StringConstraints(min_length=1, max_length=256)] | None = Field(
+        None, description="Tool messages only (required there): the id of the call this answers", examples=["call_1"]
+    )
 
     @model_validator(mode="after")
     def _shape(self) -> ChatMessage:
@@ -51,27 +82,99 @@ class ChatMessage(StrictModel):
 
 
 class WindowRequest(StrictModel):
-    input: LongText = Field(description="The latest user message (always in the window, verbatim)")
-    max_tokens: int | None = Field(None, ge=1, le=2_000_000, description="Budget for everything returned")
-    context_limit: int | None = Field(None, ge=1, le=2_000_000, description="The model's context size")
-    reserve_tokens: int = Field(0, ge=0, le=2_000_000, description="Expected output + largest tool output + margin")
-    watermark: float | None = Field(None, gt=0, le=1, allow_inf_nan=False, description="Default 0.6")
-    session_id: Identifier | None = None
-    task_id: Identifier | None = None
-    stage_id: Identifier | None = None
-    step_id: Identifier | None = None
-    goal: LongText | None = None
-    plan: LongText | None = None
-    query: LongText | None = Field(None, description="What relevance is judged against; defaults to input")
-    domains: Annotated[list[Domain], Field(max_length=32)] | None = None
-    messages: Annotated[list[ChatMessage], Field(max_length=1000)] = Field(default_factory=list)
-    tools: Annotated[list[JsonValue], Field(max_length=256)] = Field(default_factory=list)
-    archive_dropped: bool = Field(False, description="Store dropped history as an episode item")
+    """The context for the agent's next model call. Send exactly one budget: ``max_tokens``, or
+    ``context_limit`` (with ``reserve_tokens``)."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "input": "Which cache should we pick for session data, given our small team?",
+                    "max_tokens": 900,
+                    "session_id": "s-42",
+                    "messages": [
+                        {"role": "user", "content": "We need to cache sessions."},
+                        {"role": "assistant", "content": "How large is your team?"},
+                    ],
+                },
+                {"input": "Book the cheapest flight.", "context_limit": 128000, "reserve_tokens": 4000},
+            ]
+        }
+    )
+
+    input: LongText = Field(
+        description="The latest user message (always in the window, verbatim)", examples=["Book the cheapest flight."]
+    )
+    max_tokens: int | None = Field(
+        None, ge=1, le=2_000_000, description="Budget for everything returned (or send context_limit)", examples=[900]
+    )
+    context_limit: int | None = Field(
+        None,
+        ge=1,
+        le=2_000_000,
+        description="The model's context size; the budget is then the smaller of context_limit - reserve_tokens "
+        "and watermark x context_limit (or send max_tokens)",
+        examples=[128000],
+    )
+    reserve_tokens: int = Field(
+        0, ge=0, le=2_000_000, description="Expected output + largest tool output + margin", examples=[4000]
+    )
+    watermark: float | None = Field(
+        None,
+        gt=0,
+        le=1,
+        allow_inf_nan=False,
+        description="Share of context_limit to fill (default CTXMEM_WINDOW_WATERMARK, 0.6)",
+        examples=[0.6],
+    )
+    session_id: Identifier | None = Field(
+        None,
+        description="The conversation: its session-scoped items apply, and its turns are context",
+        examples=["s-42"],
+    )
+    task_id: Identifier | None = Field(None, description="The task whose task-scoped items apply", examples=["t-trip"])
+    stage_id: Identifier | None = Field(
+        None, description="The stage whose stage-scoped items apply", examples=["booking"]
+    )
+    step_id: Identifier | None = Field(None, description="The step whose step-scoped items apply", examples=["step-3"])
+    goal: LongText | None = Field(
+        None,
+        description="This request's goal, pinned in the window (else the user's active goal items)",
+        examples=["Pick a cache"],
+    )
+    plan: LongText | None = Field(
+        None,
+        description="This request's plan, pinned in the window (else the user's plan items)",
+        examples=["1. compare 2. decide"],
+    )
+    query: LongText | None = Field(
+        None, description="What relevance is judged against; defaults to input", examples=["session cache choice"]
+    )
+    domains: Annotated[list[Domain], Field(max_length=32)] | None = Field(
+        None, description="Only items in these domains (and items without one) are candidates", examples=[["work"]]
+    )
+    messages: Annotated[list[ChatMessage], Field(max_length=1000)] = Field(
+        default_factory=list,
+        description="The chat history so far (OpenAI format, oldest first); the newest turns that fit are kept",
+    )
+    tools: Annotated[list[JsonValue], Field(max_length=256)] = Field(
+        default_factory=list,
+        description="The tool definitions you will send with the call: their tokens are counted against the budget",
+        examples=[[{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}]],
+    )
+    archive_dropped: bool = Field(
+        False, description="Store the history that did not fit as an episode item (needs a key that may write)"
+    )
 
     @model_validator(mode="after")
     def _budget(self) -> WindowRequest:
-        if (self.max_tokens is None) == (self.context_limit is None):
-            raise ValueError("send either max_tokens or context_limit (with reserve_tokens), not both")
+        if self.max_tokens is None and self.context_limit is None:
+            raise ValueError(
+                "a budget is needed: send max_tokens (the tokens the window may use), or context_limit "
+                "(the model's context size, with reserve_tokens for its output)"
+            )
+        if self.max_tokens is not None and self.context_limit is not None:
+            raise ValueError("send max_tokens or context_limit, not both: they are two ways to give the budget")
         if self.context_limit is not None and self.reserve_tokens >= self.context_limit:
             raise ValueError("reserve_tokens must be smaller than context_limit")
         return self

@@ -17,6 +17,7 @@ from service.clock import Clock
 from service.db import migrate
 from service.db.embedded import resolve_database_url
 from service.db.engine import Database, create_database
+from service.docs import install_docs
 from service.errors import install_error_handlers
 from service.health.endpoints import router as health_router
 from service.items.endpoints import router as items_router
@@ -93,6 +94,8 @@ def create_app(
         version="0.1.0",
         description=API_DESCRIPTION,
         lifespan=lifespan,
+        docs_url=None,  # served by install_docs, with local assets
+        redoc_url=None,
     )
     app.state.settings = settings
     app.state.vectors = vectors
@@ -103,6 +106,7 @@ def create_app(
     app.state.migration_head = migrate.head_revision()
     app.state.migration_revisions = migrate.known_revisions()
     install_error_handlers(app)
+    install_docs(app)
     app.include_router(health_router)
     app.include_router(items_router)
     app.include_router(profiles_router)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import AsyncIterator
-from typing import Annotated
+from typing import Annotated, Literal
 
-from fastapi import Depends, Header, Path, Request
+from fastapi import Depends, Header, Path, Query, Request, Security
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from schemas.common import ID_PATTERN
@@ -57,8 +59,19 @@ TokenizerDep = Annotated[Tokenizer, Depends(get_tokenizer)]
 DatabaseDep = Annotated[Database, Depends(get_db)]
 
 
+# Declares the bearer scheme in the OpenAPI document (so Swagger UI's "Authorize" sends the key); the
+# header itself is read and checked by ``authenticate``, which words its own 401s.
+bearer = HTTPBearer(
+    auto_error=False,
+    scheme_name="apiKey",
+    description="An API key: `Authorization: Bearer cmk_…`. Create one with "
+    "`ctxmem keys create --tenant T --role agent` (roles: agent, operator, admin).",
+)
+
+
 async def get_principal(
     session: SessionDep,
+    _scheme: Annotated[HTTPAuthorizationCredentials | None, Security(bearer)],
     authorization: Annotated[str | None, Header(include_in_schema=False)] = None,
 ) -> Principal:
     return await authenticate(session, authorization)
@@ -77,6 +90,7 @@ async def get_idempotency(
         Header(
             alias=idempotency.HEADER,
             description="Retry-safe writes: a replay returns the first response and writes nothing.",
+            examples=["7f9c2b1e-order-42"],
         ),
     ] = None,
 ) -> idempotency.Idempotency:
@@ -85,7 +99,41 @@ async def get_idempotency(
 
 IdempotencyDep = Annotated[idempotency.Idempotency, Depends(get_idempotency)]
 
-UserIdPath = Annotated[str, Path(min_length=1, max_length=128, pattern=ID_PATTERN, description="Client-chosen user id")]
+UserIdPath = Annotated[
+    str,
+    Path(
+        min_length=1,
+        max_length=128,
+        pattern=ID_PATTERN,
+        description="Your id for the user (letters, digits and . _ : @ -; up to 128 characters)",
+        examples=["alice@example.com"],
+    ),
+]
+# The path and query parameters several routes share, described once.
+_EXAMPLE_ID = "0190a5c2-7d3e-7c4a-9b1e-2f6d8a4c1b00"
+ItemIdPath = Annotated[
+    uuid.UUID, Path(description="The item's id, from a write's response or a listing", examples=[_EXAMPLE_ID])
+]
+EntryIdPath = Annotated[
+    uuid.UUID, Path(description="The profile entry's id, from GET /profile", examples=[_EXAMPLE_ID])
+]
+LimitQuery = Annotated[
+    int | None,
+    Query(
+        ge=1, description="Page size (default CTXMEM_DEFAULT_PAGE_SIZE, at most CTXMEM_MAX_PAGE_SIZE)", examples=[50]
+    ),
+]
+CursorQuery = Annotated[
+    str | None,
+    Query(
+        max_length=512,
+        description="The previous page's next_cursor, sent back unchanged (omit for the first page)",
+        examples=["eyJpZCI6ICIwMTkwYTVjMi03ZDNlIiwgIm8iOiAiZGVzYyJ9"],
+    ),
+]
+OrderQuery = Annotated[
+    Literal["asc", "desc"], Query(description="desc: newest first (default); asc: oldest first", examples=["asc"])
+]
 
 
 async def get_context(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import uuid
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query, Response
@@ -19,7 +18,18 @@ from schemas.items import (
     ItemType,
     Scope,
 )
-from service.deps import ClockDep, ContextDep, IdempotencyDep, PrincipalDep, SessionDep, UserIdPath
+from service.deps import (
+    ClockDep,
+    ContextDep,
+    CursorQuery,
+    IdempotencyDep,
+    ItemIdPath,
+    LimitQuery,
+    OrderQuery,
+    PrincipalDep,
+    SessionDep,
+    UserIdPath,
+)
 from service.items import service
 from service.items.service import ItemQuery
 
@@ -66,30 +76,40 @@ async def create_batch(
 async def list_items(
     user_id: UserIdPath,
     ctx: ContextDep,
-    type: Annotated[list[ItemType] | None, Query()] = None,
-    scope: Annotated[list[Scope] | None, Query()] = None,
-    status: Annotated[
-        list[ItemStatus] | None, Query(description="Taken literally; overrides the include_* flags")
+    type: Annotated[
+        list[ItemType] | None, Query(description="Repeatable: only items of these types", examples=[["fact"]])
     ] = None,
-    key: Annotated[SlotKey | None, Query()] = None,
-    domain: Annotated[Domain | None, Query()] = None,
-    session_id: Annotated[Identifier | None, Query()] = None,
-    task_id: Annotated[Identifier | None, Query()] = None,
-    stage_id: Annotated[Identifier | None, Query()] = None,
-    step_id: Annotated[Identifier | None, Query()] = None,
+    scope: Annotated[
+        list[Scope] | None, Query(description="Repeatable: only items of these scopes", examples=[["session"]])
+    ] = None,
+    status: Annotated[
+        list[ItemStatus] | None,
+        Query(description="Repeatable; taken literally; overrides the include_* flags", examples=[["available"]]),
+    ] = None,
+    key: Annotated[SlotKey | None, Query(description="Only this slot's items", examples=["team.size"])] = None,
+    domain: Annotated[Domain | None, Query(description="Only items of this domain", examples=["work"])] = None,
+    session_id: Annotated[Identifier | None, Query(description="Only this session's items", examples=["s-42"])] = None,
+    task_id: Annotated[Identifier | None, Query(description="Only this task's items", examples=["t-trip"])] = None,
+    stage_id: Annotated[Identifier | None, Query(description="Only this stage's items", examples=["booking"])] = None,
+    step_id: Annotated[Identifier | None, Query(description="Only this step's items", examples=["step-3"])] = None,
     view: Annotated[
         Literal["all", "effective"],
         Query(
             description="all: filter literally. effective: what applies inside the given session/task/stage/step"
-            " (active only; per key the narrowest scope wins and lists what it overrides)"
+            " (active only; per key the narrowest scope wins and lists what it overrides)",
+            examples=["effective"],
         ),
     ] = "all",
-    include_superseded: bool = False,
-    include_expired: bool = False,
-    include_deleted: bool = False,
-    order: Literal["asc", "desc"] = "desc",
-    limit: Annotated[int | None, Query(ge=1)] = None,
-    cursor: Annotated[str | None, Query(max_length=512)] = None,
+    include_superseded: Annotated[
+        bool, Query(description="Also list items a newer or stronger one replaced", examples=[True])
+    ] = False,
+    include_expired: Annotated[bool, Query(description="Also list items past expires_at", examples=[True])] = False,
+    include_deleted: Annotated[
+        bool, Query(description="Also list tombstoned items (until they are purged)", examples=[True])
+    ] = False,
+    order: OrderQuery = "desc",
+    limit: LimitQuery = None,
+    cursor: CursorQuery = None,
 ) -> ItemPage:
     query = ItemQuery(
         types=list(type or []),
@@ -113,14 +133,14 @@ async def list_items(
 
 
 @router.get("/{item_id:item_id}", response_model=ItemRead, summary="Read one item, whatever its status")
-async def get_item(user_id: UserIdPath, item_id: uuid.UUID, session: SessionDep, principal: PrincipalDep) -> ItemRead:
+async def get_item(user_id: UserIdPath, item_id: ItemIdPath, session: SessionDep, principal: PrincipalDep) -> ItemRead:
     return await service.get_item(session, principal, user_id, item_id)
 
 
 @router.delete("/{item_id:item_id}", response_model=ItemRead, summary="Tombstone an item (kept for audit until purged)")
 async def delete_item(
     user_id: UserIdPath,
-    item_id: uuid.UUID,
+    item_id: ItemIdPath,
     session: SessionDep,
     principal: PrincipalDep,
     clock: ClockDep,

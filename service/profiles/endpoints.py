@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import uuid
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Response
@@ -18,7 +17,7 @@ from schemas.profiles import (
     ProfileRead,
     Tier,
 )
-from service.deps import ContextDep, IdempotencyDep, PrincipalDep, SessionDep, UserIdPath
+from service.deps import ContextDep, EntryIdPath, IdempotencyDep, PrincipalDep, SessionDep, UserIdPath
 from service.items.endpoints import ERRORS
 from service.profiles import service
 
@@ -57,9 +56,13 @@ async def get_profile(
     user_id: UserIdPath,
     session: SessionDep,
     principal: PrincipalDep,
-    domain: Annotated[list[Domain] | None, Query(description="Repeatable; global entries always apply")] = None,
-    session_id: Annotated[Identifier | None, Query(description="The session whose statements apply")] = None,
-    tier: Annotated[list[Tier] | None, Query(description="Filter the per-tier listing")] = None,
+    domain: Annotated[
+        list[Domain] | None, Query(description="Repeatable; global entries always apply", examples=[["laptop"]])
+    ] = None,
+    session_id: Annotated[
+        Identifier | None, Query(description="The session whose statements apply", examples=["s-7"])
+    ] = None,
+    tier: Annotated[list[Tier] | None, Query(description="Filter the per-tier listing", examples=[["current"]])] = None,
 ) -> ProfileRead:
     return await service.get_profile(session, principal, user_id, domains=domain, session_id=session_id, tiers=tier)
 
@@ -70,7 +73,7 @@ async def get_profile(
     summary="An entry with its 4C breakdown, every observation and the events that changed it",
 )
 async def get_entry(
-    user_id: UserIdPath, entry_id: uuid.UUID, session: SessionDep, principal: PrincipalDep
+    user_id: UserIdPath, entry_id: EntryIdPath, session: SessionDep, principal: PrincipalDep
 ) -> EntryEvidence:
     return await service.get_evidence(session, principal, user_id, entry_id)
 
@@ -82,7 +85,7 @@ async def get_entry(
 )
 async def confirm_entry(
     user_id: UserIdPath,
-    entry_id: uuid.UUID,
+    entry_id: EntryIdPath,
     ctx: ContextDep,
     idem: IdempotencyDep,
     body: ConfirmBody | None = None,
@@ -98,7 +101,7 @@ async def confirm_entry(
 )
 async def reject_entry(
     user_id: UserIdPath,
-    entry_id: uuid.UUID,
+    entry_id: EntryIdPath,
     ctx: ContextDep,
     idem: IdempotencyDep,
     body: ConfirmBody | None = None,

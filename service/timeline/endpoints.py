@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Query
 
 from schemas.users import EventPage
-from service.deps import PrincipalDep, SessionDep, SettingsDep, UserIdPath
+from service.deps import CursorQuery, LimitQuery, OrderQuery, PrincipalDep, SessionDep, SettingsDep, UserIdPath
 from service.items.endpoints import ERRORS
 from service.timeline import service
 
@@ -22,10 +22,12 @@ async def list_events(
     session: SessionDep,
     principal: PrincipalDep,
     settings: SettingsDep,
-    kind: Annotated[list[Kind] | None, Query(description="Repeatable: item, profile, observation")] = None,
-    order: Literal["asc", "desc"] = "desc",
-    limit: Annotated[int | None, Query(ge=1)] = None,
-    cursor: Annotated[str | None, Query(max_length=512)] = None,
+    kind: Annotated[
+        list[Kind] | None, Query(description="Repeatable: item, profile, observation", examples=[["profile"]])
+    ] = None,
+    order: OrderQuery = "desc",
+    limit: LimitQuery = None,
+    cursor: CursorQuery = None,
 ) -> EventPage:
     return await service.timeline(
         session, principal, settings, user_id, kinds=kind or [], order=order, limit=limit, cursor=cursor
