@@ -31,6 +31,66 @@ class Transition:
 
 
 def transition(state: EntryState, obs: Evidence, score: FourCScore, *, candidate_min_sessions: int = 2) -> Transition:
+    """One new observation's consequence given the entry's score with it (see ``_transition``)."""
+    return _transition(state, obs, score.sessions, candidate_min_sessions=candidate_min_sessions)
+
+
+@dataclass(frozen=True)
+class Replayed:
+    """What an entry's evidence alone decides about it, whatever order the evidence arrived in."""
+
+    tier: str
+    status: str
+    explicit: bool
+    confirmed: bool
+    current_session_id: str | None
+    last_supported_at: datetime | None
+
+
+def replay(evidence: Sequence[Evidence], *, candidate_min_sessions: int = 2) -> Replayed:
+    """The entry's state as a function of its evidence set: every observation's ``transition`` from a new
+    entry's state (``current``, ``active``), in ``observed_at`` order (equal times: by id, i.e. arrival).
+    So an older statement cannot revive a newer denial (issue #12 E). The sessions count of each step is
+    that of the evidence up to it, as when the evidence arrives in order."""
+    ordered = sorted(evidence, key=lambda e: (e.observed_at, e.id))
+    state = EntryState("current", "active")
+    explicit = confirmed = False
+    session = ordered[0].session_id if ordered else None
+    last_supported: datetime | None = None
+    supporting_sessions: set[str] = set()
+    for ev in ordered:
+        if ev.supports:
+            supporting_sessions.add(ev.session_id)
+        step = _transition(state, ev, len(supporting_sessions), candidate_min_sessions=candidate_min_sessions)
+        state = EntryState(step.tier, step.status)
+        if ev.supports:
+            last_supported = ev.observed_at
+            if ev.explicit or ev.confirmation:
+                explicit = True
+                session = ev.session_id
+            if ev.confirmation:
+                confirmed = True
+        elif ev.explicit or ev.confirmation:
+            confirmed = False  # a denial withdraws an earlier confirmation
+    return Replayed(state.tier, state.status, explicit, confirmed, session, last_supported)
+
+
+def with_job_changes(replayed: Replayed, stored: EntryState, *, decayed_at: datetime | None) -> EntryState:
+    """A replay re-derives what the evidence decides; the jobs' own changes to the stored state stand when
+    the evidence does not overturn them: a decay with no supporting evidence observed since it (the late
+    evidence is older), and a promotion of what the evidence leaves an active candidate (its score only
+    counts evidence, which the promote job would promote again)."""
+    decayed_since_support = decayed_at is not None and (
+        replayed.last_supported_at is None or replayed.last_supported_at <= decayed_at
+    )
+    if decayed_since_support and "rejected" not in (stored.status, replayed.status):
+        return stored
+    if stored.tier == "long_term" and (replayed.tier, replayed.status) == ("candidate", "active"):
+        return EntryState("long_term", "active")
+    return EntryState(replayed.tier, replayed.status)
+
+
+def _transition(state: EntryState, obs: Evidence, sessions: int, *, candidate_min_sessions: int) -> Transition:
     """The immediate consequence of one new observation (the promotion job does the score-based rest):
 
     - an explicit denial (contradicting, explicit or a "no" to a confirmation question) → ``rejected``;
@@ -66,7 +126,7 @@ def transition(state: EntryState, obs: Evidence, score: FourCScore, *, candidate
     reason = "evidence added"
     if status in ("weakened", "expired") and explicit:
         new_status, rule, reason = "active", "restated", "stated explicitly again"
-    if tier == "current" and score.sessions >= candidate_min_sessions:
+    if tier == "current" and sessions >= candidate_min_sessions:
         return Transition("candidate", new_status, "second-session", "seen in independent sessions")
     return Transition(tier, new_status, rule, reason)
 

@@ -24,7 +24,7 @@ from schemas.profiles import (
 )
 from schemas.users import EventRead
 from scoring.fourc import Evidence, FourCWeights, score_4c
-from scoring.profile import EntryState, ProfileEntry, effective_profile, transition
+from scoring.profile import EntryState, ProfileEntry, effective_profile, replay, transition, with_job_changes
 from service.auth.service import Permission, Principal
 from service.context import RequestContext
 from service.errors import BatchItemInvalid, NotFound, ValidationFailed
@@ -166,6 +166,17 @@ async def add_observations(
         if o["id"] not in new_ids:
             prior[o["entry_id"]].append(to_evidence(o))
 
+    # Entries that get evidence older than evidence they already have (or than an earlier one of this
+    # request): their state is replayed from all evidence in observed_at order below, not stepped.
+    late: set[uuid.UUID] = set()
+    newest = {eid: max(e.observed_at for e in evs) for eid, evs in prior.items() if evs}
+    for row in obs_rows:
+        eid, at = row["entry_id"], row["observed_at"]
+        if eid in newest and at < newest[eid]:
+            late.add(eid)
+        newest[eid] = max(newest.get(eid, at), at)
+    start = {eid: _state(by_id[eid]) for eid in late}
+
     w = weights(settings)
     events: list[dict[str, Any]] = [
         _event(ctx, user_id, "profile.created", "profile_entry", e["id"], after=_state(e))
@@ -178,6 +189,14 @@ async def add_observations(
         evidence = prior[entry["id"]]
         evidence.append(ev)
         scored = score_4c(evidence, now=now, weights=w)
+        entry["score"], entry["breakdown"] = scored.score, scored.breakdown()
+        entry["evidence_count"] = len(evidence)
+        entry["first_evidence_at"] = min(entry["first_evidence_at"], ev.observed_at)
+        entry["last_evidence_at"] = max(entry["last_evidence_at"], ev.observed_at)
+        entry["updated_at"] = now
+        events.append(_observation_event(ctx, user_id, row, entry, scored.score))
+        if entry["id"] in late:
+            continue
         before = _state(entry)
         step = transition(
             EntryState(entry["tier"], entry["status"]),
@@ -186,10 +205,6 @@ async def add_observations(
             candidate_min_sessions=settings.candidate_min_sessions,
         )
         entry["tier"], entry["status"] = step.tier, step.status
-        entry["score"], entry["breakdown"] = scored.score, scored.breakdown()
-        entry["evidence_count"] = len(evidence)
-        entry["first_evidence_at"] = min(entry["first_evidence_at"], ev.observed_at)
-        entry["last_evidence_at"] = max(entry["last_evidence_at"], ev.observed_at)
         if ev.supports:
             last = entry["last_supported_at"]
             entry["last_supported_at"] = ev.observed_at if last is None else max(last, ev.observed_at)
@@ -200,26 +215,6 @@ async def add_observations(
                 entry["confirmed_at"] = now
         elif ev.explicit:
             entry["confirmed_at"] = None  # a denial withdraws an earlier confirmation
-        entry["updated_at"] = now
-        events.append(
-            _event(
-                ctx,
-                user_id,
-                "observation.added",
-                "observation",
-                row["id"],
-                reason=row["note"],
-                after={
-                    "entry_id": str(entry["id"]),
-                    "stance": row["stance"],
-                    "explicit": row["explicit"],
-                    "confirmation": row["confirmation"],
-                    "session_id": row["session_id"],
-                    "context": row["context"],
-                    "score": scored.score,
-                },
-            )
-        )
         if step.rule is not None and _state(entry) != before:
             events.append(
                 _event(
@@ -234,6 +229,33 @@ async def add_observations(
                     after=_state(entry),
                 )
             )
+    for eid in sorted(late):
+        entry = by_id[eid]
+        replayed = replay(prior[eid], candidate_min_sessions=settings.candidate_min_sessions)
+        stored = EntryState(start[eid]["tier"], start[eid]["status"])
+        state = with_job_changes(replayed, stored, decayed_at=entry.get("decayed_at"))
+        entry["tier"], entry["status"] = state.tier, state.status
+        entry["explicit"] = replayed.explicit
+        entry["current_session_id"] = replayed.current_session_id
+        entry["last_supported_at"] = replayed.last_supported_at
+        if not replayed.confirmed:
+            entry["confirmed_at"] = None
+        elif entry["confirmed_at"] is None:
+            entry["confirmed_at"] = now
+        if _state(entry) != start[eid]:
+            events.append(
+                _event(
+                    ctx,
+                    user_id,
+                    "profile.changed",
+                    "profile_entry",
+                    eid,
+                    rule="evidence-order",
+                    reason="evidence older than the entry's latest: its state replayed in observed_at order",
+                    before=start[eid],
+                    after=_state(entry),
+                )
+            )
     await repository.update_entries(ctx.session, [_updatable(e) for e in entries.values()])
     await record_events(ctx.session, events)
     out = []
@@ -241,6 +263,28 @@ async def add_observations(
         entry = by_id[row["entry_id"]]
         out.append(_read(entry, all_ids[entry["id"]]))
     return out
+
+
+def _observation_event(
+    ctx: RequestContext, user_id: str, row: Mapping[str, Any], entry: Mapping[str, Any], score: float
+) -> dict[str, Any]:
+    return _event(
+        ctx,
+        user_id,
+        "observation.added",
+        "observation",
+        row["id"],
+        reason=row["note"],
+        after={
+            "entry_id": str(entry["id"]),
+            "stance": row["stance"],
+            "explicit": row["explicit"],
+            "confirmation": row["confirmation"],
+            "session_id": row["session_id"],
+            "context": row["context"],
+            "score": score,
+        },
+    )
 
 
 def _state(e: Mapping[str, Any]) -> dict[str, Any]:
