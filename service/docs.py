@@ -8,22 +8,36 @@ on a machine without internet. FastAPI's own pages load them from a CDN and are 
 
 from __future__ import annotations
 
+import functools
 from importlib.resources import files
 
 from fastapi import FastAPI
 from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
 from fastapi.staticfiles import StaticFiles
 from starlette.requests import Request
-from starlette.responses import HTMLResponse
+from starlette.responses import HTMLResponse, Response
 
 ASSETS_URL = "/docs-assets"
 _ASSETS = files("fastapi_offline") / "static"
+# ReDoc's bundle shows a logo fetched from its CDN (hidden again when the fetch fails): served with the local
+# favicon instead, so a page view sends nothing off the machine.
+_REDOC_LOGO = b"https://cdn.redoc.ly/redoc/logo-mini.svg"
+
+
+@functools.cache
+def _redoc_js() -> bytes:
+    return (_ASSETS / "redoc.standalone.js").read_bytes().replace(_REDOC_LOGO, f"{ASSETS_URL}/favicon.png".encode())
 
 
 def install_docs(app: FastAPI) -> None:
     """Mount the assets and the two pages (the app must be built with ``docs_url=None, redoc_url=None``)."""
     assert app.openapi_url is not None
     openapi_url = app.openapi_url
+
+    @app.get(f"{ASSETS_URL}/redoc.standalone.js", include_in_schema=False)
+    async def redoc_js() -> Response:
+        return Response(_redoc_js(), media_type="text/javascript", headers={"Cache-Control": "public, max-age=86400"})
+
     app.mount(ASSETS_URL, StaticFiles(directory=str(_ASSETS)), name="docs-assets")
 
     @app.get("/docs", include_in_schema=False)
