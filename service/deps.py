@@ -32,6 +32,7 @@ async def get_session(request: Request) -> AsyncIterator[AsyncSession]:
         try:
             yield session
             await session.commit()
+            request.app.state.outage.recovered()
         except BaseException:
             await session.rollback()
             raise

@@ -13,11 +13,13 @@ import asyncpg
 from fastapi import FastAPI, Request
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import DBAPIError, IntegrityError
+from sqlalchemy.exc import TimeoutError as SQLAlchemyTimeoutError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import JSONResponse, Response
 
 from service.methods import allowed_methods
+from service.outage import Outage, is_outage
 
 log = logging.getLogger("ctxmem.errors")
 
@@ -98,6 +100,10 @@ class Conflict(ServiceError):
 
 class PayloadTooLarge(ServiceError):
     status, slug, title = 413, "payload-too-large", "The request body is too large"
+
+
+class Unavailable(ServiceError):
+    status, slug, title = 503, "unavailable", "The service cannot reach its database right now"
 
 
 class ReplayedResponse(Exception):
@@ -197,6 +203,16 @@ def install_error_handlers(app: FastAPI) -> None:
         }
         return problem_response(500, body)
 
+    async def on_database_error(request: Request, exc: Exception) -> Response:
+        # Handled here rather than by the catch-all, which (in Starlette) re-raises for the server to log
+        # again: an outage would otherwise log two tracebacks per request.
+        if not is_outage(exc):
+            return await on_unexpected(request, exc)
+        request.app.state.outage.failed(exc)
+        retry_after = request.app.state.settings.unavailable_retry_after_seconds
+        err = Unavailable(f"the database is unreachable; nothing was changed: retry in {retry_after} s")
+        return problem_response(503, err.body(request.url.path), {"Retry-After": str(retry_after)})
+
     async def on_integrity(request: Request, exc: Exception) -> Response:
         # The service takes the locks that keep constraints from firing; if one fires anyway (a race we
         # did not foresee), the client gets a retryable 409, not a 500, and the log has the details.
@@ -204,6 +220,9 @@ def install_error_handlers(app: FastAPI) -> None:
         err = Conflict("the write collided with a concurrent change; retry it")
         return problem_response(409, err.body(request.url.path))
 
+    app.state.outage = Outage(log, "API", meanwhile="answering 503 with Retry-After")
+    for database_error in (DBAPIError, SQLAlchemyTimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError, OSError):
+        app.add_exception_handler(database_error, on_database_error)
     app.add_exception_handler(IntegrityError, on_integrity)
     app.add_exception_handler(asyncpg.IntegrityConstraintViolationError, on_integrity)
     app.add_exception_handler(ServiceError, on_service_error)

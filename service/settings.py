@@ -102,6 +102,10 @@ class Settings(BaseSettings):
     auto_migrate: bool = True
     db_pool_size: int = Field(10, ge=1, le=200)
     db_max_overflow: int = Field(10, ge=0, le=500)
+    # A connection attempt gives up after this long (a server that does not answer at all); while the
+    # database is unreachable requests are answered 503 with Retry-After: unavailable_retry_after_seconds.
+    db_connect_timeout_seconds: float = Field(5.0, gt=0, le=120)
+    unavailable_retry_after_seconds: int = Field(2, ge=1, le=3600)
 
     tokenizer: Literal["o200k_base", "cl100k_base", "estimate"] = "o200k_base"
     # Where the offline BPE file is materialised; default ``data_dir/tiktoken``.

@@ -44,7 +44,10 @@ def create_database(url: str, settings: Settings, *, embedded: Any = None) -> Da
         pool_size=settings.db_pool_size,
         max_overflow=settings.db_max_overflow,
         pool_pre_ping=False,
-        connect_args={"server_settings": {"application_name": "ctxmem"}},
+        connect_args={
+            "server_settings": {"application_name": "ctxmem"},
+            "timeout": settings.db_connect_timeout_seconds,
+        },
     )
     factory = async_sessionmaker(engine, expire_on_commit=False, autoflush=False)
     return Database(url=url, engine=engine, sessionmaker=factory, _embedded=embedded)

@@ -18,6 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from service.db.engine import Database, session_scope
 from service.db.locks import user_lock_sql
+from service.outage import Outage, is_outage
 from service.vectors.base import Embedder, VectorIndex, VectorPoint
 
 log = logging.getLogger("ctxmem.vectors")
@@ -132,6 +133,7 @@ class OutboxWorker:
         self.applied = 0
         self.failures = 0
         self.dead = 0
+        self.outage = Outage(log, "vector outbox worker", meanwhile="retrying")
 
     async def drain_once(self) -> int:
         """Apply one batch of due rows; returns how many were applied (0: none due; -1: nothing could be
@@ -322,8 +324,12 @@ class OutboxWorker:
                         on_lag(await lag(session))
             try:
                 n = await self.drain_once()
-            except Exception:  # the database itself is unreachable: wait and try again
-                log.exception("vector outbox worker error")
+                self.outage.recovered()
+            except Exception as exc:  # the database itself is unreachable: wait and try again
+                if is_outage(exc):
+                    self.outage.failed(exc)  # one line per outage, not a traceback per poll
+                else:
+                    log.exception("vector outbox worker error")
                 n = -1
             if n > 0:
                 continue
