@@ -25,6 +25,7 @@ from service.json_body import RejectDuplicateKeys
 from service.limits import BodySizeLimit
 from service.methods import OptionsResponder
 from service.profiles.endpoints import router as profiles_router
+from service.rate_limit import RateLimit
 from service.settings import Settings, get_settings
 from service.timeline.endpoints import router as timeline_router
 from service.tokenizer import build_tokenizer
@@ -124,8 +125,11 @@ def create_app(
     ).instrument(app, latency_lowr_buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0)).expose(
         app, endpoint="/metrics", include_in_schema=False
     )
-    # Outermost last: OPTIONS is answered first, oversize bodies are refused before they are read.
+    # Outermost last: the rate limit first, then OPTIONS; oversize bodies are refused before they are read.
     app.add_middleware(RejectDuplicateKeys)
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
     app.add_middleware(OptionsResponder, router=app.router)
+    app.add_middleware(
+        RateLimit, rate=settings.rate_limit_per_second, burst=settings.rate_limit_burst, clock=app.state.clock
+    )
     return app

@@ -117,6 +117,10 @@ class Settings(BaseSettings):
     max_batch_items: int = Field(1_000, ge=1)
     max_page_size: int = Field(500, ge=1)
     default_page_size: int = Field(50, ge=1)
+    # Per API key (per client address without one), per process: sustained requests a second and the burst
+    # above it; over it, 429 with Retry-After before any database work. 0 turns the limit off.
+    rate_limit_per_second: float = Field(200.0, ge=0)
+    rate_limit_burst: int = Field(400, ge=1)
 
     # Lifetimes applied when a client sends no ``expires_at`` (seconds; the shorter of type and scope wins).
     type_ttl_seconds: dict[str, int] = Field(default_factory=lambda: dict(DEFAULT_TYPE_TTL))
