@@ -7,13 +7,13 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import and_, bindparam, func, or_, select, text, update
+from sqlalchemy import and_, bindparam, or_, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql import ColumnElement
 
 from service.db.bulk import copy_rows
 from service.db.locks import user_lock_sql
-from service.db.models import ContextItem, EndUser
+from service.db.models import ContextItem
 
 T = ContextItem.__table__  # type: ignore[attr-defined]
 C = T.c
@@ -33,11 +33,6 @@ async def ensure_user(session: AsyncSession, tenant_id: str, user_id: str, now: 
     DO NOTHING, not DO UPDATE: an update would row-lock the user for the whole transaction and
     serialise every write of that user; slots are locked on their own (lock_slots)."""
     await session.execute(_ENSURE_USER, {"t": tenant_id, "u": user_id, "now": now})
-
-
-async def user_exists(session: AsyncSession, tenant_id: str, user_id: str) -> bool:
-    stmt = select(func.count()).select_from(EndUser).where(EndUser.tenant_id == tenant_id, EndUser.user_id == user_id)
-    return bool((await session.execute(stmt)).scalar_one())
 
 
 async def insert_items(session: AsyncSession, rows: Sequence[dict[str, Any]]) -> None:

@@ -31,7 +31,7 @@ from service.errors import BatchItemInvalid, NotFound, ValidationFailed
 from service.events import record_events
 from service.ids import uuid7
 from service.items import repository as items_repository
-from service.items.service import BatchTooLarge, require_user
+from service.items.service import BatchTooLarge
 from service.profiles import repository
 from service.settings import Settings
 
@@ -364,7 +364,6 @@ async def get_profile(
     tiers: Sequence[str] | None,
 ) -> ProfileRead:
     principal.require(Permission.ITEMS_READ)
-    await require_user(session, principal, user_id)
     rows = await repository.user_entries(session, principal.tenant_id, user_id, tiers=None, domains=domains)
     grouped: dict[str, dict[str, list[ProfileEntryRead]]] = {}
     for r in rows:

@@ -9,7 +9,6 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from schemas.users import EventPage, EventRead
 from service.auth.service import Permission, Principal
 from service.errors import ValidationFailed
-from service.items.service import require_user
 from service.pagination import decode_cursor, encode_cursor
 from service.settings import Settings
 from service.timeline import repository
@@ -27,7 +26,6 @@ async def timeline(
     cursor: str | None,
 ) -> EventPage:
     principal.require(Permission.EVIDENCE_READ)
-    await require_user(session, principal, user_id)
     size = limit or settings.default_page_size
     if size > settings.max_page_size:
         raise ValidationFailed(f"limit must be at most {settings.max_page_size}")

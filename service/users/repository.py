@@ -25,6 +25,12 @@ async def lock_user(session: AsyncSession, tenant_id: str, user_id: str) -> None
     await session.execute(_LOCK_USER, {"t": tenant_id, "u": user_id})
 
 
+async def user_exists(session: AsyncSession, tenant_id: str, user_id: str) -> bool:
+    """Whether anything was ever written for this user id in this tenant (the end_user row)."""
+    stmt = select(EndUser.user_id).where(EndUser.tenant_id == tenant_id, EndUser.user_id == user_id).limit(1)
+    return (await session.execute(stmt)).first() is not None
+
+
 async def erase_user(
     session: AsyncSession, tenant_id: str, user_id: str, *, keep_idempotency_key: str | None
 ) -> dict[str, int]:

@@ -17,8 +17,8 @@ from schemas.users import EraseResult, EventRead
 from service.auth.service import Permission, Principal
 from service.db.engine import Database
 from service.db.models import ContextItem, Event, Observation, ProfileEntry
+from service.errors import UserNotFound
 from service.events import record_event
-from service.items.service import require_user
 from service.users import repository
 from service.vectors.outbox import enqueue_user_delete
 
@@ -33,7 +33,6 @@ EXPORT_SECTIONS: list[tuple[str, Any, Callable[[Any], BaseModel]]] = [
 
 async def check_export(session: AsyncSession, principal: Principal, user_id: str) -> None:
     principal.require(Permission.USERS_EXPORT)
-    await require_user(session, principal, user_id)
 
 
 async def export_stream(db: Database, principal: Principal, user_id: str, now: datetime) -> AsyncIterator[bytes]:
@@ -69,7 +68,8 @@ async def erase_user(
     principal.require(Permission.USERS_ERASE)
     # First, before any row of the user is touched: the lock writes and the outbox worker take too.
     await repository.lock_user(session, principal.tenant_id, user_id)
-    await require_user(session, principal, user_id)
+    if not await repository.user_exists(session, principal.tenant_id, user_id):
+        raise UserNotFound(f"no user {user_id!r} to erase (nothing was written for this id in this tenant)")
     counts = await repository.erase_user(session, principal.tenant_id, user_id, keep_idempotency_key=idempotency_key)
     await enqueue_user_delete(session, principal.tenant_id, user_id, now)
     fingerprint = user_fingerprint(principal.tenant_id, user_id)

@@ -37,23 +37,34 @@ async def test_missing_or_bad_key_is_401(client: httpx.AsyncClient, headers: dic
     assert r.json()["type"] == "urn:ctxmem:problem:unauthorized"
 
 
-async def test_other_tenant_sees_404_everywhere(
+async def test_other_tenant_sees_nothing(
     client: httpx.AsyncClient, tenant: TenantKeys, other_tenant: TenantKeys, db: Database
 ) -> None:
     item_id = await _seed(client, tenant)
     before = await tenant_rows(db, tenant.tenant_id)
+    # Another tenant's "alice" is a user it never wrote: its lists are empty (the same answer as for an id
+    # that exists nowhere, so nothing is learnt), and our item is not found by id.
     for headers in (other_tenant.agent, other_tenant.operator, other_tenant.admin):
         calls = [
-            ("GET", "/v1/users/alice/items"),
-            ("GET", f"/v1/users/alice/items/{item_id}"),
-            ("GET", "/v1/users/alice/export"),
+            ("GET", "/v1/users/alice/items", 200),
+            ("GET", "/v1/users/alice/profile", 200),
+            ("GET", "/v1/users/alice/events", 200),
+            ("GET", f"/v1/users/alice/items/{item_id}", 404),
+            ("GET", "/v1/users/alice/export", 200),
         ]
-        for method, path in calls:
+        for method, path, status in calls:
             r = await client.request(method, path, headers=headers)
             if r.status_code == 403:  # a role that may not call it at all learns nothing either
                 continue
-            assert r.status_code == 404, (method, path, r.text)
+            assert r.status_code == status, (method, path, r.text)
             assert "secret" not in r.text
+            nobody = await client.request(method, path.replace("alice", "no-such-user-anywhere"), headers=headers)
+            if status == 200:
+                ours, theirs = r.json(), nobody.json()
+                for doc in (ours, theirs):
+                    doc.pop("exported_at", None)  # the export's clock, not the user's data
+                    doc.pop("user_id", None)
+                assert ours == theirs
     r = await client.delete(f"/v1/users/alice/items/{item_id}", headers=other_tenant.agent)
     assert r.status_code == 404
     r = await client.delete("/v1/users/alice", headers=other_tenant.admin)

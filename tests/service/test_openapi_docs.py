@@ -90,9 +90,7 @@ async def test_every_parameter_and_request_field_is_described_with_an_example(cl
     assert missing == []
 
 
-async def test_the_request_examples_are_accepted_by_the_live_app(
-    client: httpx.AsyncClient, tenant: TenantKeys
-) -> None:
+async def test_the_request_examples_are_accepted_by_the_live_app(client: httpx.AsyncClient, tenant: TenantKeys) -> None:
     """Each documented example body, sent as is, succeeds: the docs cannot drift into requests that fail."""
     doc = await _openapi(client)
     examples = {name: doc["components"]["schemas"][name]["examples"] for name in _request_schemas(doc)}

@@ -252,11 +252,20 @@ async def test_delete_tombstones_and_records_event(client: httpx.AsyncClient, te
     assert got.json()["status"] == "deleted"
 
 
-async def test_unknown_user_and_item_are_404(client: httpx.AsyncClient, tenant: TenantKeys) -> None:
+async def test_a_user_is_known_from_the_first_call_an_unknown_item_is_404(
+    client: httpx.AsyncClient, tenant: TenantKeys
+) -> None:
+    """An agent's first "load memory" call needs no special case: a user never written has empty memory."""
     r = await client.get("/v1/users/nobody/items", headers=tenant.agent)
-    assert r.status_code == 404
-    assert r.headers["content-type"] == "application/problem+json"
-    assert r.json()["type"] == "urn:ctxmem:problem:user-not-found"
+    assert r.status_code == 200 and r.json() == {"items": [], "next_cursor": None}
+    profile = await client.get("/v1/users/nobody/profile", headers=tenant.agent)
+    assert profile.status_code == 200
+    assert profile.json()["tiers"] == {} and profile.json()["effective"]["entries"] == []
+    window = await client.post("/v1/users/nobody/window", json={"input": "hi", "max_tokens": 200}, headers=tenant.agent)
+    assert window.status_code == 200
+    # Reading does not create the user: erasing one never written still finds no one.
+    erase = await client.delete("/v1/users/nobody", headers=tenant.admin)
+    assert erase.status_code == 404 and erase.json()["type"] == "urn:ctxmem:problem:user-not-found"
     r = await client.get("/v1/users/nobody/items/01a22f7f-09c6-71cb-8646-e35e5b608177", headers=tenant.agent)
     assert r.status_code == 404
     assert r.json()["type"] == "urn:ctxmem:problem:item-not-found"

@@ -207,8 +207,9 @@ async def test_idempotent_replay_and_validation(client: httpx.AsyncClient, tenan
 
 async def test_tenant_isolation(client: httpx.AsyncClient, tenant: TenantKeys, other_tenant: TenantKeys) -> None:
     e = await post(client, tenant.agent, obs("s1"))
+    theirs = await client.get("/v1/users/u/profile", headers=other_tenant.admin)  # a user they never wrote
+    assert theirs.status_code == 200 and theirs.json()["tiers"] == {}
     for method, path in [
-        ("GET", "/v1/users/u/profile"),
         ("GET", f"/v1/users/u/profile/{e['id']}"),
         ("POST", f"/v1/users/u/profile/{e['id']}/confirm"),
         ("POST", f"/v1/users/u/profile/{e['id']}/reject"),
