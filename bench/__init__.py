@@ -1,2 +1,2 @@
-"""Benchmarks for the DESIGN §6 targets. Each prints its numbers next to a raw baseline measured in the same
+"""Benchmarks for the docs/design.md §6 targets. Each prints its numbers next to a raw baseline measured in the same
 run; none of them asserts a speed (timed assertions do not belong in tests). See bench/README.md."""

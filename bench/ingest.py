@@ -16,7 +16,7 @@ Paths, each writing the same generated items into a tenant of its own:
 * ``raw executemany + events``  as above plus the item events the service wrote for those rows.
 * ``raw COPY``        asyncpg ``copy_records_to_table`` of the same item rows: the fastest way in.
 
-The target (DESIGN §6) is ≥ 5,000 items/s over HTTP with token counting, events and idempotency.
+The target (docs/design.md §6) is ≥ 5,000 items/s over HTTP with token counting, events and idempotency.
 Results are printed and written to ``bench/results/ingest.json``.
 """
 
@@ -1144,7 +1144,7 @@ def print_report(report: dict[str, Any]) -> None:
     verdict = "MEETS" if report["meets_target"] else "MISSES"
     print(
         f"verdict: service/http ingests {rate:,.0f} items/s — {verdict} the"
-        f" >= {report['target_items_per_s']:,} items/s target (DESIGN §6)"
+        f" >= {report['target_items_per_s']:,} items/s target (docs/design.md §6)"
     )
 
 

@@ -1,4 +1,4 @@
-"""Scheduled-job benchmark (DESIGN §6): decay + promotion over 100k entries with 1M observations, then
+"""Scheduled-job benchmark (docs/design.md §6): decay + promotion over 100k entries with 1M observations, then
 over twice that. Prints times beside a raw baseline measured in the same run (one aggregate pass over
 all observations grouped by entry: the least work promotion can do).
 

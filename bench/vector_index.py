@@ -1,4 +1,4 @@
-"""Vector index benchmark (DESIGN §3.8): the VectorIndex adapters on the same data and queries.
+"""Vector index benchmark (docs/design.md §3.8): the VectorIndex adapters on the same data and queries.
 
 100 users x 1,000 points (384-d random unit vectors, 4 tenants, a realistic status and type mix) are upserted
 through each adapter in batches of the outbox size, then ``--queries`` top-10 searches filtered by tenant +

@@ -1,4 +1,4 @@
-"""Window assembly benchmark (DESIGN §6): a user with 1,000 items and 200 profile entries.
+"""Window assembly benchmark (docs/design.md §6): a user with 1,000 items and 200 profile entries.
 
 Reports the service time of ``POST /window``'s work (p50/p99 over ``--calls`` calls, in process, one
 session per call as in a request) beside a raw asyncpg fetch of the same rows measured in the same run,

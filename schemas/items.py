@@ -227,7 +227,7 @@ class ItemBatchCreate(StrictModel):
 
 
 class Resolution(ReadModel):
-    """How a write was resolved against its slot (DESIGN §3.2)."""
+    """How a write was resolved against its slot (docs/design.md §3.2)."""
 
     outcome: Literal["new", "replaced", "rejected", "reinforced"]
     rule: str | None = Field(

@@ -1,4 +1,4 @@
-"""Window request and response (DESIGN §3.6)."""
+"""Window request and response (docs/design.md §3.6)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Compression levels of an item (DESIGN §3.6 step 4), derived deterministically at write time.
+"""Compression levels of an item (docs/design.md §3.6 step 4), derived deterministically at write time.
 
 L0 original · L1 condensed · L2 summary · L3 key fields · L4 index line. A client's own ``variants``
 (condensed, summary, index) are used when given; otherwise the texts below are derived. Each level is at

@@ -1,4 +1,4 @@
-"""Conflict resolution inside a slot (DESIGN §3.2): authority first, then recency — nothing lost.
+"""Conflict resolution inside a slot (docs/design.md §3.2): authority first, then recency — nothing lost.
 
 A slot is (tenant, user, key, scope instance). These functions decide between the slot's active item
 and a newcomer; the service stores both either way (the loser as ``superseded`` with the reason).

@@ -1,4 +1,4 @@
-"""The dependency-free default embedder (DESIGN §3.8): feature hashing of words and character n-grams.
+"""The dependency-free default embedder (docs/design.md §3.8): feature hashing of words and character n-grams.
 
 ``hash_embed`` turns each text into a fixed-size, unit-length vector whose cosine with another text's
 vector measures how much *surface* they share:

@@ -1,4 +1,4 @@
-"""The 4C score of a profile entry (DESIGN §3.4): Count, Continuity, Cross-context, Confirmation, minus a
+"""The 4C score of a profile entry (docs/design.md §3.4): Count, Continuity, Cross-context, Confirmation, minus a
 penalty for contradicting evidence. A pure function of the evidence, the time and the weights.
 
 Default weights (``FourCWeights``) and the calibration they are chosen to hold (tests/scoring/test_fourc.py):

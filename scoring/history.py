@@ -1,4 +1,4 @@
-"""Chat history fitting (DESIGN §3.6 step 6): validate OpenAI-format messages, then cut them into units
+"""Chat history fitting (docs/design.md §3.6 step 6): validate OpenAI-format messages, then cut them into units
 that are kept or dropped whole — never splitting a tool call from its results.
 
 Units, in the order they give way: old user turns (oldest first), then older exchanges of the current

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Final
 
-# DESIGN §3.1: system > user > tool > summary > inferred. Higher number wins a conflict.
+# docs/design.md §3.1: system > user > tool > summary > inferred. Higher number wins a conflict.
 AUTHORITY_RANK: Final[Mapping[str, int]] = {"system": 4, "user": 3, "tool": 2, "summary": 1, "inferred": 0}
 
 # A source maps to the authority it earns by default; a model's own output is only ever an inference.

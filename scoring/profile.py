@@ -1,4 +1,4 @@
-"""Profile tiers and the effective profile (DESIGN §3.3): pure decisions over plain values.
+"""Profile tiers and the effective profile (docs/design.md §3.3): pure decisions over plain values.
 
 Tiers: ``current`` (seen in one session; applies there), ``candidate`` (independent sessions; a hint,
 never a default), ``long_term`` (promoted by score, or at once on explicit confirmation).

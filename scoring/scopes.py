@@ -1,4 +1,4 @@
-"""Which items apply where (DESIGN §3.1, §3.2): scope instances and narrower-scope overrides."""
+"""Which items apply where (docs/design.md §3.1, §3.2): scope instances and narrower-scope overrides."""
 
 from __future__ import annotations
 

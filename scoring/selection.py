@@ -1,4 +1,4 @@
-"""Choosing a level for every element by value per token: a multiple-choice knapsack (DESIGN §3.6 step 5).
+"""Choosing a level for every element by value per token: a multiple-choice knapsack (docs/design.md §3.6 step 5).
 
 Each element offers a few *options* — its compression levels, each with a cost in tokens and a share of the
 element's value it keeps — and may also be left out (cost 0, value 0). The window wants the options that

@@ -1,4 +1,4 @@
-"""Dependency-free token estimate (DESIGN §3.7), the fallback when no exact BPE tokenizer is available.
+"""Dependency-free token estimate (docs/design.md §3.7), the fallback when no exact BPE tokenizer is available.
 
 Characters fall into three classes, each with a fixed cost in tokens (``WEIGHTS``):
 

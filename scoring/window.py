@@ -1,4 +1,4 @@
-"""Window assembly (DESIGN §3.6): select → compress → order → render, over plain values.
+"""Window assembly (docs/design.md §3.6): select → compress → order → render, over plain values.
 
 The service turns the candidates (pinned items, this session's and task's items, the profile, the items
 retrieved for the query, the newest few) into ``Element``s — each with its five levels precomputed and
@@ -628,7 +628,7 @@ def _history_chains(units: Sequence[Unit], model: ValueModel) -> _Chains:
 
 
 def _chains_of(units: Sequence[Unit], model: ValueModel) -> _Chains:
-    """The droppable history as two chains (DESIGN §3.6 step 6): old user turns and older exchanges of the
+    """The droppable history as two chains (docs/design.md §3.6 step 6): old user turns and older exchanges of the
     current turn, each kept newest first, so they are dropped oldest first. Level k of a chain keeps its k
     newest units; the j-th newest is worth ``value · decay^j``."""
     chains = []
@@ -663,7 +663,7 @@ def _focus(
     count: Callable[[str], int],
 ) -> dict[int, str]:
     """Texts of the condensed or summarised elements the query matched (``relevant``: their indexes),
-    focused on the query: element index → the text to show instead of its stored level (DESIGN §3.6 step
+    focused on the query: element index → the text to show instead of its stored level (docs/design.md §3.6 step
     4: prefer the sentences that match)."""
     out: dict[int, str] = {}
     for i in relevant:

@@ -1,4 +1,4 @@
-"""The window's policy (DESIGN §3.6 steps 2-5): where an item goes, what is pinned, how profile entries read,
+"""The window's policy (docs/design.md §3.6 steps 2-5): where an item goes, what is pinned, how profile entries read,
 and what every non-pinned element is worth — in one place, as plain functions of plain values.
 
 The value model (``ValueModel``; its numbers are settings, ``CTXMEM_WINDOW_VALUE__*``):
@@ -121,7 +121,7 @@ DEFAULT_MODEL = ValueModel()
 
 
 def place_item(*, type: str, status: str, authority: str, hard: bool, scope: str) -> tuple[str, bool, str]:
-    """(section, pinned, reason) of an item by type, status, authority and scope (DESIGN §3.6 steps 2-3):
+    """(section, pinned, reason) of an item by type, status, authority and scope (docs/design.md §3.6 steps 2-3):
     system rules, hard constraints, verified facts and decisions are pinned; the goal and plan are pinned
     by the service when they are the current ones."""
     if type == "rule":

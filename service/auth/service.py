@@ -1,4 +1,4 @@
-"""Key issuing and checking, and what each role may do (DESIGN §4)."""
+"""Key issuing and checking, and what each role may do (docs/design.md §4)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The three embedders behind ``Embedder`` (DESIGN §3.8): hashing (the dependency-free default), a local
+"""The three embedders behind ``Embedder`` (docs/design.md §3.8): hashing (the dependency-free default), a local
 sentence model (the ``minilm`` extra) and an OpenAI-compatible HTTP endpoint.
 
 Every embedder returns unit-length vectors of its ``dim``, so cosine is a dot product in the index. The

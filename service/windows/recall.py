@@ -1,4 +1,4 @@
-"""Relevance of the user's items to this turn's query (DESIGN §3.8): a lexical ranking (PostgreSQL
+"""Relevance of the user's items to this turn's query (docs/design.md §3.8): a lexical ranking (PostgreSQL
 full-text search over ``item_search``) and a vector ranking (the index), fused as ``CTXMEM_FUSION`` says
 (scoring/relevance.py: a convex combination of normalised scores by default, or reciprocal rank).
 

@@ -249,7 +249,7 @@ async def build_window(ctx: RequestContext, user_id: str, req: WindowRequest) ->
 async def _retrieve(
     ctx: RequestContext, user_id: str, req: WindowRequest, state: UserState, count: TokenCounter
 ) -> tuple[recall.Relevance, list[Element], list[tuple[str, str]], int]:
-    """Retrieve (DESIGN §3.6 step 1): the relevance of the user's items to the query (hybrid: PostgreSQL
+    """Retrieve (docs/design.md §3.6 step 1): the relevance of the user's items to the query (hybrid: PostgreSQL
     full-text search and the vector index), and the retrieved items the standing rows do not hold —
     confirmed by PostgreSQL (active, unexpired, in the request's domains) — as elements: those that apply
     here in their own sections, the best few from outside this window's scopes as recalled background.

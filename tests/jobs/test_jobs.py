@@ -1,4 +1,4 @@
-"""The scheduled jobs on a real PostgreSQL with a simulated clock (DESIGN §3.5)."""
+"""The scheduled jobs on a real PostgreSQL with a simulated clock (docs/design.md §3.5)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The 4C scorer: the five calibration points of DESIGN §3.4 and its rules."""
+"""The 4C scorer: the five calibration points of docs/design.md §3.4 and its rules."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Bearer keys, roles (DESIGN §4) and tenant isolation on every endpoint."""
+"""Bearer keys, roles (docs/design.md §4) and tenant isolation on every endpoint."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Settings that decide which parts run (DESIGN §5): URLs mean servers, unless told otherwise."""
+"""Settings that decide which parts run (docs/design.md §5): URLs mean servers, unless told otherwise."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Conflict resolution through HTTP on a real PostgreSQL (DESIGN §3.2): authority first, then recency,
+"""Conflict resolution through HTTP on a real PostgreSQL (docs/design.md §3.2): authority first, then recency,
 reinforcement, corrections, scopes, hard constraints, concurrency — and nothing silently lost."""
 
 from __future__ import annotations

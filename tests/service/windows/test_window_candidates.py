@@ -1,4 +1,4 @@
-"""The window's candidates (DESIGN §3.6 step 1) and its selection by value per token, through HTTP: what the
+"""The window's candidates (docs/design.md §3.6 step 1) and its selection by value per token, through HTTP: what the
 query is about is shown whole while unrelated items give way, and a user with 100,000 items costs a window
 no more rows than one with a hundred."""
 

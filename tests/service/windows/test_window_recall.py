@@ -1,4 +1,4 @@
-"""The window's retrieve step (DESIGN §3.6 step 1, §3.8): hybrid relevance decides what holds out under
+"""The window's retrieve step (docs/design.md §3.6 step 1, §3.8): hybrid relevance decides what holds out under
 pressure and brings relevant items from outside the window's scopes; without the index the window is
 still served, ranked by PostgreSQL alone, and says ``degraded``."""
 

@@ -1,0 +1,289 @@
+"""The documentation under docs/ stays true to the code: every route has a curl example in docs/api.md, every
+problem type is explained in docs/errors.md, every setting is listed with its real default in
+docs/configuration.md, links between the pages resolve, and nothing points outside the repository.
+
+Each check first asserts that it found what it checks (routes, problem types, settings, files), so a change in
+how the app is built cannot make it pass by finding nothing.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+from service.app import create_app
+from service.errors import ServiceError
+from service.settings import Settings
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
+PAGES = ("concepts.md", "api.md", "errors.md", "configuration.md", "operations.md", "design.md", "window.md")
+# Routes outside the OpenAPI schema that a user calls; the rest (Swagger UI's assets and redirect) are the
+# documentation pages' own plumbing.
+UNDOCUMENTED_PLUMBING = ("/docs/oauth2-redirect", "/docs-assets")
+NON_SCHEMA_ROUTES = ("/metrics", "/openapi.json", "/docs", "/redoc")
+TYPE_PREFIX = "urn:ctxmem:problem:"
+
+
+def _read(name: str) -> str:
+    return (DOCS / name).read_text(encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    data_dir = tmp_path_factory.mktemp("docs-app")
+    return create_app(Settings(data_dir=data_dir, tokenizer="estimate", vector_backend="off"))
+
+
+def _routes(app: Any) -> set[tuple[str, str]]:
+    """(METHOD, path template) of every operation the app serves: the OpenAPI schema's, plus the routes left
+    out of the schema that users call (metrics, the schema itself, its two browsers)."""
+    out = {
+        (method.upper(), path)
+        for path, operations in app.openapi()["paths"].items()
+        for method in operations
+        if method in ("get", "post", "put", "patch", "delete")
+    }
+    served = {getattr(r, "path", None) for r in app.routes}
+    assert "/metrics" in served and "/openapi.json" in served
+    out |= {("GET", path) for path in NON_SCHEMA_ROUTES if path in served}
+    return out
+
+
+def _curl_calls(text: str) -> list[tuple[str, str]]:
+    """(METHOD, path) of every curl command in the shell blocks of a page."""
+    calls = []
+    for block in re.findall(r"```sh\n(.*?)```", text, re.S):
+        joined = block.replace("\\\n", " ")
+        for line in joined.splitlines():
+            for cmd in re.findall(r"curl\b[^|;]*", line):
+                url = re.search(r"\$BASE(/[^\s\"'?]*)", cmd)
+                if url is None:
+                    continue
+                method = re.search(r"-X\s+([A-Z]+)", cmd)
+                calls.append((method.group(1) if method else "GET", url.group(1)))
+    return calls
+
+
+def _template_regex(path: str) -> re.Pattern[str]:
+    parts = re.split(r"(\{[^}]+\})", path)
+    return re.compile("^" + "".join("[^/]+" if p.startswith("{") else re.escape(p) for p in parts) + "$")
+
+
+def test_every_route_has_a_heading_and_a_curl_example(app: Any) -> None:
+    routes = _routes(app)
+    assert len(routes) >= 20, routes
+    text = _read("api.md")
+    calls = _curl_calls(text)
+    assert len(calls) >= len(routes), calls
+    missing_heading = [f"{m} {p}" for m, p in sorted(routes) if f"{m} {p}" not in text]
+    assert not missing_heading, f"docs/api.md has no `METHOD path` entry for: {missing_heading}"
+    no_example = []
+    for method, path in sorted(routes):
+        pattern = _template_regex(path)
+        matches = [c for c in calls if c[0] == method and pattern.match(c[1])]
+        # A curl of /v1/users/alice/items/batch also matches /v1/users/{user_id}/items/{item_id}; that is fine
+        # as long as each route has an example of its own somewhere.
+        if not matches:
+            no_example.append(f"{method} {path}")
+    assert not no_example, f"docs/api.md has no curl example for: {no_example}"
+
+
+def _slugs_in_source() -> set[str]:
+    """Problem slugs written in the source: ``slug`` class attributes, ``problem_type("…")`` calls, and the
+    status → slug table of the HTTP error handler (with its fallback)."""
+    slugs: set[str] = set()
+    files = [p for d in ("service", "jobs") for p in (ROOT / d).rglob("*.py") if "migrations" not in p.parts]
+    assert len(files) > 30
+    for path in files:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Assign):
+                for target in node.targets:
+                    names = target.elts if isinstance(target, ast.Tuple) else [target]
+                    values = node.value.elts if isinstance(node.value, ast.Tuple) else [node.value]
+                    for name, value in zip(names, values, strict=False):
+                        if isinstance(name, ast.Name) and name.id == "slug" and isinstance(value, ast.Constant):
+                            slugs.add(str(value.value))
+                if any(isinstance(t, ast.Name) and t.id == "_HTTP_SLUGS" for t in node.targets):
+                    assert isinstance(node.value, ast.Dict)
+                    slugs |= {str(v.elts[0].value) for v in node.value.values if isinstance(v, ast.Tuple)}  # type: ignore[attr-defined]
+            elif isinstance(node, ast.AnnAssign):
+                if isinstance(node.target, ast.Name) and node.target.id == "slug" and node.value is not None:
+                    assert isinstance(node.value, ast.Constant)
+                    slugs.add(str(node.value.value))
+            elif isinstance(node, ast.Call):
+                func = node.func
+                if (
+                    isinstance(func, ast.Name)
+                    and func.id == "problem_type"
+                    and node.args
+                    and isinstance(node.args[0], ast.Constant)
+                ):
+                    slugs.add(str(node.args[0].value))
+                if (
+                    isinstance(func, ast.Attribute)
+                    and func.attr == "get"
+                    and isinstance(func.value, ast.Name)
+                    and func.value.id == "_HTTP_SLUGS"
+                ):
+                    for arg in node.args[1:]:
+                        if isinstance(arg, ast.Tuple) and isinstance(arg.elts[0], ast.Constant):
+                            slugs.add(str(arg.elts[0].value))
+    return slugs
+
+
+def _slugs_of_classes() -> set[str]:
+    seen: set[str] = set()
+    todo = [ServiceError]
+    while todo:
+        cls = todo.pop()
+        seen.add(cls.slug)
+        todo.extend(cls.__subclasses__())
+    return seen
+
+
+def test_every_problem_type_is_explained(app: Any) -> None:
+    # ``app`` imports every router, so every ServiceError subclass is defined by now.
+    in_source = _slugs_in_source()
+    classes = _slugs_of_classes()
+    assert {"unauthorized", "budget-too-small", "method-not-allowed", "internal-error", "job-running"} <= in_source
+    assert classes <= in_source, f"slugs the source scan missed: {classes - in_source}"
+    assert len(in_source) >= 20, in_source
+    text = _read("errors.md")
+    missing = sorted(s for s in in_source if f"{TYPE_PREFIX}{s}" not in text)
+    assert not missing, f"docs/errors.md does not explain: {missing}"
+    documented = set(re.findall(re.escape(TYPE_PREFIX) + r"([a-z0-9-]+)", text))
+    stale = sorted(documented - in_source)
+    assert not stale, f"docs/errors.md explains types the code no longer has: {stale}"
+
+
+GROUP = object()  # a nested settings group: documented as "see below", its fields one by one
+
+
+def _env_defaults() -> dict[str, Any]:
+    """CTXMEM_* variable → default, the nested groups both as a whole and field by field."""
+    out: dict[str, Any] = {}
+    for name, field in Settings.model_fields.items():
+        default = field.get_default(call_default_factory=True)
+        var = f"CTXMEM_{name.upper()}"
+        if isinstance(default, BaseModel):
+            out[var] = GROUP
+            for sub, sub_field in type(default).model_fields.items():
+                out[f"{var}__{sub.upper()}"] = sub_field.get_default(call_default_factory=True)
+        else:
+            out[var] = default
+    return out
+
+
+def _shown(value: Any) -> str:
+    if value is None:
+        return "unset"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return format(value, "g")
+    if isinstance(value, dict):
+        return json.dumps(value)
+    if value == "":
+        return "(empty)"
+    return str(value)
+
+
+def test_every_setting_is_listed_with_its_default() -> None:
+    expected = _env_defaults()
+    assert len(expected) >= 80, len(expected)
+    rows = {
+        m.group(1): m.group(2).strip()
+        for m in re.finditer(r"^\| `(CTXMEM_[A-Z0-9_]+)` \| ([^|]*) \|", _read("configuration.md"), re.M)
+    }
+    missing = sorted(set(expected) - set(rows))
+    assert not missing, f"docs/configuration.md does not list: {missing}"
+    unknown = sorted(set(rows) - set(expected))
+    assert not unknown, f"docs/configuration.md lists settings the code does not have: {unknown}"
+    wrong = {}
+    for var, default in expected.items():
+        documented = rows[var].strip("`")
+        if default is GROUP:
+            if not documented.startswith("see"):
+                wrong[var] = (documented, "see below")
+        elif documented != _shown(default):
+            wrong[var] = (documented, _shown(default))
+    assert not wrong, f"documented default differs from the code (documented, actual): {wrong}"
+
+
+def _tracked_files() -> list[Path]:
+    try:
+        listed = subprocess.run(
+            ["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True, timeout=30
+        ).stdout.decode()
+        return [ROOT / p for p in listed.split("\0") if p]
+    except (OSError, subprocess.SubprocessError):
+        skip = {".git", ".venv", ".ctxmem", "node_modules", "__pycache__"}
+        return [p for p in ROOT.rglob("*") if p.is_file() and not skip & set(p.relative_to(ROOT).parts)]
+
+
+def test_nothing_points_outside_the_repository() -> None:
+    # Spelled in pieces so that this file does not match itself.
+    needles = ["/work/" + "shared", "../" + "shared", "DESIGN" + " §", "DESIGN" + ".md"]
+    files = [p for p in _tracked_files() if p.is_file()]
+    assert len(files) > 100, len(files)
+    offenders = []
+    for path in files:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (UnicodeDecodeError, OSError):
+            continue
+        for needle in needles:
+            if needle in text:
+                line = text[: text.index(needle)].count("\n") + 1
+                offenders.append(f"{path.relative_to(ROOT)}:{line}: {needle}")
+    assert not offenders, "references to a document outside the repository:\n" + "\n".join(offenders)
+
+
+def _anchor(heading: str) -> str:
+    """GitHub's anchor of a heading: lower case, punctuation dropped, spaces to hyphens."""
+    text = re.sub(r"[^\w\- ]", "", heading.strip().lower())
+    return text.replace(" ", "-")
+
+
+def _anchors(path: Path) -> set[str]:
+    text = re.sub(r"```.*?```", "", path.read_text(encoding="utf-8"), flags=re.S)
+    return {_anchor(h) for h in re.findall(r"^#{1,6} (.+)$", text, re.M)}
+
+
+def test_links_between_pages_resolve() -> None:
+    sources = [ROOT / "README.md", *sorted(DOCS.glob("*.md"))]
+    assert len(sources) >= len(PAGES) + 1
+    broken = []
+    checked = 0
+    for source in sources:
+        text = re.sub(r"```.*?```", "", source.read_text(encoding="utf-8"), flags=re.S)
+        for target in re.findall(r"\]\(([^)\s]+)\)", text):
+            if re.match(r"[a-z]+:", target):
+                broken.append(f"{source.name}: external link {target} (the docs must work offline)")
+                continue
+            file_part, _, anchor = target.partition("#")
+            dest = (source.parent / file_part).resolve() if file_part else source
+            checked += 1
+            if not dest.exists() or ROOT not in dest.parents:
+                broken.append(f"{source.name}: {target}")
+            elif anchor and dest.suffix == ".md" and anchor not in _anchors(dest):
+                broken.append(f"{source.name}: {target} (no such heading)")
+    assert checked >= 30, checked
+    assert not broken, "broken links:\n" + "\n".join(broken)
+
+
+def test_readme_lists_every_page() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert "## Documentation" in readme
+    section = readme.split("## Documentation", 1)[1].split("\n## ", 1)[0]
+    missing = [page for page in PAGES if f"(docs/{page})" not in section]
+    assert not missing, f"README's Documentation section does not link: {missing}"
