@@ -142,4 +142,16 @@ def test_demo_keeps_both_constraints_verbatim_under_pressure(tmp_path: Path) -> 
     assert "full" in lines[0]
     assert all(("balanced" in line or "compact" in line) for line in lines[-4:])
     assert all("small-team yes, no-redis-cluster yes" in line for line in lines[1:])
-    assert out.stdout.rstrip().endswith("yes")
+    assert "levels: L0 whole" in out.stdout  # the legend of the L0..L4 codes in the lines above
+    window, sliding = out.stdout.split("=== turn 16: the window ctxmem assembled")[1].split("=== turn 16: a sliding")
+    # The window's full text is shown, constraints verbatim; the sliding window of the same size lost both.
+    assert "  | - Don't recommend Redis Cluster." in window and "  | ## Latest input" in window
+    assert "Redis Cluster" not in sliding.split("the sliding window lost:")[0]
+    lost = next(line for line in out.stdout.splitlines() if line.startswith("the sliding window lost:"))
+    assert "Don't recommend Redis Cluster." in lost and "(said in turn 2)" in lost
+    assert "both constraints verbatim in every window since turn 2: yes" in out.stdout
+    # It cleans up after itself: the tenant's keys are gone.
+    tenant = out.stdout.split("tenant ", 1)[1].split(",", 1)[0]
+    assert f"cleaned up: tenant {tenant} erased and removed" in out.stdout
+    listed = ctxmem(tmp_path / "d", "keys", "list", "--tenant", tenant)
+    assert listed.returncode == 0 and listed.stdout.strip() == ""

@@ -5,11 +5,11 @@ from __future__ import annotations
 import uuid
 from datetime import datetime
 
-from sqlalchemy import select
+from sqlalchemy import delete, exists, select
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from service.db.models import ApiKey, Tenant
+from service.db.models import ApiKey, EndUser, Event, Tenant
 
 
 async def ensure_tenant(session: AsyncSession, tenant_id: str, now: datetime) -> bool:
@@ -40,3 +40,13 @@ async def revoke_key(session: AsyncSession, tenant_id: str, key_id: uuid.UUID, n
         key.revoked_at = now
         await session.flush()
     return key
+
+
+async def delete_tenant(session: AsyncSession, tenant_id: str) -> None:
+    """Remove a tenant whose users are all erased: its keys (by cascade) and its remaining audit events
+    (the erasures' own). Refuses while a user remains, whose rows would go without their vector points."""
+    remaining = await session.execute(select(exists().where(EndUser.tenant_id == tenant_id)))
+    if remaining.scalar_one():
+        raise ValueError(f"tenant {tenant_id!r} still has users: erase them first")
+    await session.execute(delete(Event).where(Event.tenant_id == tenant_id))  # type: ignore[arg-type]
+    await session.execute(delete(Tenant).where(Tenant.id == tenant_id))  # type: ignore[arg-type]

@@ -156,6 +156,36 @@ def _config(dim: int, build: BuildParams | None = None) -> EdgeConfig:
     return EdgeConfig(vectors=vectors, hnsw_config=hnsw, optimizers=optimizers)
 
 
+def holder(home: Path, collection: str = COLLECTION) -> str | None:
+    """The process holding the index under ``home`` open ("pid 1234: ctxmem serve …"), or None when no
+    process does (the lock is free: taken and released at once)."""
+    path = home / f"{collection}.lock"
+    if not path.exists():
+        return None
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            pid, _, command = os.pread(fd, 400, 0).decode(errors="replace").strip().partition(" ")
+            if not pid:
+                return "another process"
+            return f"pid {pid}: {command}" if command else f"pid {pid}"
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(fd)
+
+
+def in_use_message(home: Path, collection: str = COLLECTION) -> str:
+    who = holder(home, collection) or "another process"
+    return (
+        f"the vector index in {home} is open in another process ({who}); the embedded index serves one "
+        "process at a time: stop that process, or give this one its own data directory (--data-dir or "
+        "CTXMEM_DATA_DIR)"
+    )
+
+
 class QdrantEdgeIndex:
     """One Qdrant Edge shard (cosine) under ``path``, named ``collection``. Point ids are the item UUIDs.
 
@@ -222,9 +252,10 @@ class QdrantEdgeIndex:
                 fcntl.flock(lockfile, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError as exc:
                 os.close(lockfile)
-                raise VectorIndexUnavailable(
-                    f"the vector index at {self.path} is open in another process (Qdrant Edge allows one)"
-                ) from exc
+                raise VectorIndexUnavailable(in_use_message(self.home, self.collection)) from exc
+            # Who holds it, for the message another process gets (see holder()).
+            os.ftruncate(lockfile, 0)
+            os.pwrite(lockfile, f"{os.getpid()} {' '.join(sys.argv)[:300]}\n".encode(), 0)
             try:
                 self.live_path = self._live_generation()
                 self._remove_stale_generations()

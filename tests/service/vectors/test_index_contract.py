@@ -288,3 +288,48 @@ def test_factory(tmp_path: Path) -> None:
         build_index("qdrant", dim=DIM, data_dir=tmp_path, url=None, api_key=None)
     with pytest.raises(ValueError, match="unknown vector backend"):
         build_index("faiss", dim=DIM, data_dir=tmp_path, url=None, api_key=None)
+
+
+async def test_edge_in_use_names_the_process_holding_it(tmp_path: Path) -> None:
+    """A second process opening the index learns which process holds it (pid and command), and the index
+    opens once that process is gone."""
+    import subprocess
+    import sys
+
+    from service.vectors.qdrant_edge import holder
+
+    code = (
+        "import asyncio, sys\n"
+        "from service.vectors.qdrant_edge import QdrantEdgeIndex\n"
+        "async def main():\n"
+        f"    idx = QdrantEdgeIndex({str(tmp_path)!r}, dim={DIM})\n"
+        "    await idx.ensure_collection()\n"
+        "    print('ready', flush=True)\n"
+        "    sys.stdin.readline()\n"
+        "    await idx.close()\n"
+        "asyncio.run(main())\n"
+    )
+    root = Path(__file__).resolve().parents[3]
+    child = subprocess.Popen(
+        [sys.executable, "-c", code, "holder-test"], cwd=root, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert child.stdout is not None and child.stdout.readline().strip() == "ready"
+        who = holder(tmp_path)
+        assert who is not None and who.startswith(f"pid {child.pid}: ")
+        second = QdrantEdgeIndex(tmp_path, dim=DIM)
+        with pytest.raises(VectorIndexUnavailable, match=f"pid {child.pid}") as info:
+            await second.ensure_collection()
+        assert "--data-dir" in str(info.value)
+        await second.close()
+    finally:
+        assert child.stdin is not None
+        child.stdin.write("\n")
+        child.stdin.close()
+        child.wait(timeout=60)
+        if child.stdout is not None:
+            child.stdout.close()
+    assert holder(tmp_path) is None
+    third = QdrantEdgeIndex(tmp_path, dim=DIM)
+    await third.ensure_collection()
+    await third.close()
