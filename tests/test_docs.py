@@ -96,14 +96,31 @@ def test_every_route_has_a_heading_and_a_curl_example(app: Any) -> None:
     assert not no_example, f"docs/api.md has no curl example for: {no_example}"
 
 
+def _status_tables(tree: ast.AST) -> set[str]:
+    """Slugs in ``{status: ("slug", title, ...)}`` tables, and in ``.get(status, ("slug", ...))`` fallbacks."""
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Dict) and node.keys:
+            if all(isinstance(k, ast.Constant) and isinstance(k.value, int) for k in node.keys):
+                for v in node.values:
+                    if isinstance(v, ast.Tuple) and isinstance(v.elts[0], ast.Constant):
+                        out.add(str(v.elts[0].value))
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get":
+            for arg in node.args[1:]:
+                if isinstance(arg, ast.Tuple) and arg.elts and isinstance(arg.elts[0], ast.Constant):
+                    out.add(str(arg.elts[0].value))
+    return out
+
+
 def _slugs_in_source() -> set[str]:
     """Problem slugs written in the source: ``slug`` class attributes, ``problem_type("…")`` calls, and the
-    status → slug table of the HTTP error handler (with its fallback)."""
+    status → slug tables of modules that build problems from a variable slug."""
     slugs: set[str] = set()
     files = [p for d in ("service", "jobs") for p in (ROOT / d).rglob("*.py") if "migrations" not in p.parts]
     assert len(files) > 30
     for path in files:
         tree = ast.parse(path.read_text(encoding="utf-8"))
+        variable_slug = False
         for node in ast.walk(tree):
             if isinstance(node, ast.Assign):
                 for target in node.targets:
@@ -112,32 +129,25 @@ def _slugs_in_source() -> set[str]:
                     for name, value in zip(names, values, strict=False):
                         if isinstance(name, ast.Name) and name.id == "slug" and isinstance(value, ast.Constant):
                             slugs.add(str(value.value))
-                if any(isinstance(t, ast.Name) and t.id == "_HTTP_SLUGS" for t in node.targets):
-                    assert isinstance(node.value, ast.Dict)
-                    slugs |= {str(v.elts[0].value) for v in node.value.values if isinstance(v, ast.Tuple)}  # type: ignore[attr-defined]
             elif isinstance(node, ast.AnnAssign):
                 if isinstance(node.target, ast.Name) and node.target.id == "slug" and node.value is not None:
                     assert isinstance(node.value, ast.Constant)
                     slugs.add(str(node.value.value))
-            elif isinstance(node, ast.Call):
-                func = node.func
-                if (
-                    isinstance(func, ast.Name)
-                    and func.id == "problem_type"
-                    and node.args
-                    and isinstance(node.args[0], ast.Constant)
-                ):
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "problem_type":
+                if node.args and isinstance(node.args[0], ast.Constant):
                     slugs.add(str(node.args[0].value))
-                if (
-                    isinstance(func, ast.Attribute)
-                    and func.attr == "get"
-                    and isinstance(func.value, ast.Name)
-                    and func.value.id == "_HTTP_SLUGS"
-                ):
-                    for arg in node.args[1:]:
-                        if isinstance(arg, ast.Tuple) and isinstance(arg.elts[0], ast.Constant):
-                            slugs.add(str(arg.elts[0].value))
+                elif node.args and not _is_self_slug(node.args[0]):
+                    variable_slug = True
+        if variable_slug:
+            table = _status_tables(tree)
+            assert table, f"{path.relative_to(ROOT)} builds problem types from a variable and no status table"
+            slugs |= table
     return slugs
+
+
+def _is_self_slug(arg: ast.expr) -> bool:
+    """``problem_type(self.slug)``: the class attributes, collected above."""
+    return isinstance(arg, ast.Attribute) and arg.attr == "slug"
 
 
 def _slugs_of_classes() -> set[str]:
