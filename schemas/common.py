@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import re
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, AwareDatetime, BeforeValidator, ConfigDict, Field, StringConstraints
@@ -62,8 +62,25 @@ def check_rfc3339(value: Any) -> Any:
     raise ValueError("must be an RFC 3339 date-time string with a time zone, e.g. 2026-09-01T12:00:00Z")
 
 
+# What PostgreSQL, asyncpg and Python all hold as a date-time, with room for the arithmetic done on it
+# (lifetimes, decay periods): asyncpg writes datetime.min / datetime.max as -infinity / infinity, and
+# 0001-01-01T00:00:00+14:00 is before datetime.min once in UTC (OverflowError).
+EARLIEST = datetime(1900, 1, 1, tzinfo=UTC)
+LATEST = datetime(9999, 1, 1, tzinfo=UTC)
+
+
+def check_datetime_range(value: datetime) -> datetime:
+    try:
+        utc = value.astimezone(UTC)
+    except OverflowError:
+        utc = None
+    if utc is None or not EARLIEST <= utc < LATEST:
+        raise ValueError("must lie between 1900-01-01T00:00:00Z and 9999-01-01T00:00:00Z")
+    return value
+
+
 SafeText = Annotated[str, AfterValidator(check_text)]
-DateTime = Annotated[AwareDatetime, BeforeValidator(check_rfc3339)]
+DateTime = Annotated[AwareDatetime, BeforeValidator(check_rfc3339), AfterValidator(check_datetime_range)]
 Identifier = Annotated[str, StringConstraints(min_length=1, max_length=128, pattern=ID_PATTERN)]
 SlotKey = Annotated[str, StringConstraints(min_length=1, max_length=200, pattern=KEY_PATTERN)]
 Domain = Annotated[str, StringConstraints(min_length=1, max_length=64, pattern=ID_PATTERN)]
