@@ -11,6 +11,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+import asyncpg
 from sqlalchemy import Table
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -35,4 +36,11 @@ async def copy_rows(session: AsyncSession, table: Table, rows: Sequence[dict[str
     ]
     driver = await driver_connection(session)
     # SQLAlchemy's asyncpg dialect registers a jsonb codec that takes JSON text, hence _dumps above.
-    await driver.copy_records_to_table(table.name, records=records, columns=columns)
+    try:
+        await driver.copy_records_to_table(table.name, records=records, columns=columns)
+    except (asyncpg.InternalClientError, asyncpg.InterfaceError) as exc:
+        # A connection lost in the middle of a COPY surfaces as asyncpg's own state error ("cannot switch to
+        # state 21; another operation is in progress"): say what happened, so that it is an outage (503).
+        if driver.is_closed():
+            raise asyncpg.ConnectionDoesNotExistError("connection was closed in the middle of COPY") from exc
+        raise
