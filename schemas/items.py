@@ -43,7 +43,9 @@ ItemStatus = Literal["available", "verified", "missing", "superseded", "expired"
 # Statuses a client may write; the rest are reached only through the service's own rules.
 WritableStatus = Literal["available", "verified", "missing"]
 
-MAX_CONTENT_CHARS = 32_000
+# The schema's ceiling; the service's limit is the setting CTXMEM_MAX_CONTENT_CHARS (32,000 by default),
+# checked with a message naming it. The request body limit (CTXMEM_MAX_BODY_BYTES) bounds both.
+MAX_CONTENT_CHARS = 1_000_000
 FiniteFloat = Annotated[float, Field(allow_inf_nan=False)]
 Content = Annotated[
     SafeText, StringConstraints(min_length=1, max_length=MAX_CONTENT_CHARS), AfterValidator(check_nonblank)
@@ -108,8 +110,8 @@ class ItemCreate(StrictModel):
         examples=["fact"],
     )
     content: Content = Field(
-        description=f"The text the model will read (1 to {MAX_CONTENT_CHARS:,} characters; the server counts its "
-        "tokens). The window may show a compressed level of it, never a rewritten one.",
+        description="The text the model will read (at most CTXMEM_MAX_CONTENT_CHARS characters, 32,000 by default; "
+        "the server counts its tokens). The window may show a compressed level of it, never a rewritten one.",
         examples=["The user's team has three engineers."],
     )
     key: SlotKey | None = Field(

@@ -20,8 +20,8 @@ class FunctionCall(StrictModel):
         description="The function the model called", examples=["get_weather"]
     )
     arguments: Annotated[SafeText, StringConstraints(max_length=200_000)] = Field(
-        "",
-        description="The call's arguments as a JSON-encoded string, as OpenAI sends them (not a JSON object)",
+        description="The call's arguments as a JSON-encoded string, as OpenAI sends them (not a JSON object); "
+        '"{}" for none',
         examples=['{"city": "Lisbon"}'],
     )
 

@@ -20,6 +20,7 @@ from starlette.responses import JSONResponse, Response
 
 from service.methods import allowed_methods
 from service.outage import Outage, is_outage
+from service.validation_messages import explain
 
 log = logging.getLogger("ctxmem.errors")
 
@@ -130,11 +131,22 @@ _HTTP_SLUGS = {
 }
 
 
-def _validation_errors(exc: RequestValidationError) -> list[dict[str, Any]]:
+def _body_model(request: Request) -> Any:
+    """The pydantic model of the matched route's body, if it has one."""
+    route = request.scope.get("route")
+    field = getattr(route, "body_field", None)
+    info = getattr(field, "field_info", None)
+    return getattr(info, "annotation", None)
+
+
+def _validation_errors(exc: RequestValidationError, request: Request) -> list[dict[str, Any]]:
+    model = _body_model(request)
+    content_type = request.headers.get("content-type")
     out = []
     for err in exc.errors():
         loc = [str(p) for p in err.get("loc", ())]
-        out.append({"loc": loc, "msg": err.get("msg", ""), "type": err.get("type", "")})
+        msg = explain(err, body_model=model if isinstance(model, type) else None, content_type=content_type)
+        out.append({"loc": loc, "msg": msg, "type": err.get("type", "")})
     return out
 
 
@@ -155,17 +167,16 @@ def install_error_handlers(app: FastAPI) -> None:
 
     async def on_validation(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, RequestValidationError)
-        errors = _validation_errors(exc)
-        first = errors[0] if errors else {"loc": [], "msg": "invalid request"}
-        detail = f"{'.'.join(first['loc'])}: {first['msg']}" if first["loc"] else first["msg"]
+        errors = _validation_errors(exc, request)
+        detail = errors[0]["msg"] if errors else "invalid request"
+        if len(errors) > 1:
+            detail += f" (and {len(errors) - 1} more: see errors)"
         raw = exc.errors()
         # A bad item in a batch body: name its index so the client can fix that one item.
-        for e in raw:
+        for e, shown in zip(raw, errors, strict=True):
             loc = e.get("loc", ())
             if len(loc) >= 3 and loc[0] == "body" and loc[1] in ("items", "observations") and isinstance(loc[2], int):
-                index = loc[2]
-                msg = f"{loc[1]}[{index}]: {'.'.join(str(p) for p in loc[3:]) or 'item'}: {e.get('msg', '')}"
-                batch_err = BatchItemInvalid(msg, index=index, errors=errors)
+                batch_err = BatchItemInvalid(shown["msg"], index=loc[2], errors=errors)
                 return problem_response(422, batch_err.body(request.url.path))
         err = ValidationFailed(detail, errors=errors)
         return problem_response(422, err.body(request.url.path))

@@ -15,11 +15,18 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from service.errors import PROBLEM_JSON, problem_type
 
 
+def too_large(max_bytes: int) -> str:
+    return (
+        f"request bodies are limited to {max_bytes:,} bytes (setting CTXMEM_MAX_BODY_BYTES): send less per "
+        "request (split a batch), or raise the setting"
+    )
+
+
 class BodyTooLarge(HTTPException):
     """An HTTPException so that FastAPI's body parsing re-raises it as is (it turns other errors into 400)."""
 
     def __init__(self, max_bytes: int) -> None:
-        super().__init__(413, f"request bodies are limited to {max_bytes} bytes")
+        super().__init__(413, too_large(max_bytes))
 
 
 class BodySizeLimit:
@@ -33,7 +40,7 @@ class BodySizeLimit:
                 "type": problem_type("payload-too-large"),
                 "title": "The request body is too large",
                 "status": 413,
-                "detail": f"request bodies are limited to {self.max_bytes} bytes",
+                "detail": too_large(self.max_bytes),
                 "instance": scope.get("path"),
             }
         ).encode()

@@ -63,7 +63,11 @@ class Principal:
 
     def require(self, permission: Permission) -> None:
         if not self.can(permission):
-            raise Forbidden(f"role {self.role!r} does not allow {permission.value}")
+            allowed = [role for role, granted in ROLE_PERMISSIONS.items() if permission in granted]
+            raise Forbidden(
+                f"a key with role {self.role!r} may not {permission.value}; that needs a key with role "
+                f"{' or '.join(repr(r) for r in allowed)} (ctxmem keys create --role {allowed[0]})"
+            )
 
 
 def hash_secret(secret: str) -> str:

@@ -67,7 +67,10 @@ async def create_items(
     principal, settings, now = ctx.principal, ctx.settings, ctx.now
     principal.require(Permission.ITEMS_WRITE)
     if len(items) > settings.max_batch_items:
-        raise BatchTooLarge(f"a batch holds at most {settings.max_batch_items} items, got {len(items)}")
+        raise BatchTooLarge(
+            f"a batch holds at most {settings.max_batch_items:,} items (setting CTXMEM_MAX_BATCH_ITEMS), got "
+            f"{len(items):,}: split it"
+        )
 
     related: set[uuid.UUID] = set()
     for i, item in enumerate(items):
@@ -81,7 +84,19 @@ async def create_items(
                 f"embedding has {len(item.embedding)} dimensions; this service embeds in {settings.embedding_dim}", at
             )
         if len(item.content) > settings.max_content_chars:
-            raise _fail(f"content is longer than {settings.max_content_chars} characters", at)
+            raise _fail(
+                f"content has {len(item.content):,} characters; at most {settings.max_content_chars:,} are accepted "
+                "(setting CTXMEM_MAX_CONTENT_CHARS): store a summary, or split it into several items",
+                at,
+            )
+        for level in ("condensed", "summary"):
+            variant = getattr(item.variants, level) if item.variants is not None else None
+            if variant is not None and len(variant) > settings.max_content_chars:
+                raise _fail(
+                    f"variants.{level} has {len(variant):,} characters; at most {settings.max_content_chars:,} are "
+                    "accepted (setting CTXMEM_MAX_CONTENT_CHARS)",
+                    at,
+                )
         if item.observed_at is not None and item.observed_at > now + MAX_CLOCK_SKEW:
             raise _fail("observed_at is in the future", at)
         related.update(item.related_ids)

@@ -90,7 +90,10 @@ async def add_observations(
     principal, settings, now = ctx.principal, ctx.settings, ctx.now
     principal.require(permission)
     if len(observations) > settings.max_batch_items:
-        raise BatchTooLarge(f"a batch holds at most {settings.max_batch_items} observations, got {len(observations)}")
+        raise BatchTooLarge(
+            f"a batch holds at most {settings.max_batch_items:,} observations (setting CTXMEM_MAX_BATCH_ITEMS), "
+            f"got {len(observations):,}: split it"
+        )
     for i, obs in enumerate(observations):
         if obs.observed_at is not None and obs.observed_at > now + MAX_CLOCK_SKEW:
             if batch:

@@ -1,0 +1,99 @@
+"""Validation messages that say what was wrong and how to fix it.
+
+pydantic's messages are written for Python programmers ("Input should be a valid dictionary or object
+to extract fields from"). A request that fails validation gets, for each error, a message naming the
+field, what was sent and what is accepted: an unknown field with the closest known one ("did you mean
+…"), a body that is not a JSON object with the Content-Type to send, a tool call's ``arguments`` sent as an
+object with the encoding OpenAI uses, a text that is too long with its length and the limit.
+"""
+
+from __future__ import annotations
+
+import difflib
+import types
+import typing
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import BaseModel
+
+
+def _models_in(annotation: Any) -> list[type[BaseModel]]:
+    """The pydantic models an annotation can hold (through Optional, unions, lists and Annotated)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    out: list[type[BaseModel]] = []
+    if typing.get_origin(annotation) is not None or isinstance(annotation, types.UnionType):
+        for arg in typing.get_args(annotation):
+            out.extend(_models_in(arg))
+    return out
+
+
+def fields_at(model: type[BaseModel] | None, path: Sequence[Any]) -> list[str]:
+    """The field names of the object at ``path`` (keys and list indexes) inside a body of ``model``."""
+    models = [model] if model is not None else []
+    for step in path:
+        if isinstance(step, int):
+            continue  # a list element: the same models
+        nxt: list[type[BaseModel]] = []
+        for m in models:
+            field = m.model_fields.get(str(step))
+            if field is not None:
+                nxt.extend(_models_in(field.annotation))
+        models = nxt
+    names: list[str] = []
+    for m in models:
+        names.extend(n for n in m.model_fields if n not in names)
+    return names
+
+
+def _where(loc: Sequence[Any]) -> str:
+    parts = [str(p) for p in loc[1:]] if loc and loc[0] in ("body", "query", "path", "header") else list(map(str, loc))
+    out = ""
+    for p in parts:
+        out += f"[{p}]" if p.isdigit() else (f".{p}" if out else p)
+    return out
+
+
+def explain(err: dict[str, Any], *, body_model: type[BaseModel] | None, content_type: str | None) -> str:
+    """One pydantic error as a message for the client."""
+    loc = list(err.get("loc", ()))
+    kind = err.get("type", "")
+    msg = str(err.get("msg", ""))
+    ctx = err.get("ctx") or {}
+    where = _where(loc)
+    if loc == ["body"] and kind in ("model_attributes_type", "dict_type", "model_type"):
+        if content_type is not None and "json" not in content_type.lower():
+            return (
+                f"the body must be a JSON object sent with Content-Type: application/json (got {content_type}; "
+                "with curl: -H 'Content-Type: application/json')"
+            )
+        return 'the body must be a JSON object, e.g. {"type": "fact", "content": "..."}'
+    if kind == "extra_forbidden" and loc:
+        name = str(loc[-1])
+        known = fields_at(body_model, loc[1:-1]) if loc[0] == "body" else []
+        close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+        hint = f"; did you mean {close[0]!r}?" if close else (f"; known fields: {', '.join(known)}" if known else "")
+        return f"unknown field {where or name!r}{hint}"
+    if kind == "missing":
+        return f"{where} is required"
+    if loc and loc[-1] == "arguments" and kind == "string_type":
+        return (
+            f"{where} must be a JSON-encoded string, as OpenAI sends tool calls: "
+            '\'{"city": "Lisbon"}\' (json.dumps of the object), not the object itself'
+        )
+    if kind == "string_too_long" and "max_length" in ctx:
+        value = err.get("input")
+        got = f" has {len(value):,} characters;" if isinstance(value, str) else ""
+        return f"{where}{got} at most {ctx['max_length']:,} characters are accepted"
+    if kind == "too_long" and "max_length" in ctx:
+        value = err.get("input")
+        got = f" has {len(value):,} elements;" if isinstance(value, list | dict) else ""
+        return f"{where}{got} at most {ctx['max_length']:,} are accepted"
+    if kind in ("literal_error", "enum") and "expected" in ctx:
+        return f"{where}: {err.get('input')!r} is not one of {ctx['expected']}"
+    if kind == "value_error" and msg.startswith("Value error, "):
+        msg = msg.removeprefix("Value error, ")
+    elif kind == "assertion_error" and msg.startswith("Assertion failed, "):
+        msg = msg.removeprefix("Assertion failed, ")
+    return f"{where}: {msg}" if where else msg
