@@ -114,7 +114,11 @@ class ProfileEntryRead(ReadModel):
     breakdown: dict[str, Any]
     explicit: bool
     evidence_count: int
-    evidence_ids: list[uuid.UUID] = Field(default_factory=list)
+    evidence_ids: list[uuid.UUID] | None = Field(
+        None,
+        description="The observations behind it: on write responses and GET /profile/{entry_id}; null in listings, "
+        "which give evidence_count only",
+    )
     current_session_id: str | None
     confirmed_at: datetime | None
     first_evidence_at: datetime

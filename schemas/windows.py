@@ -201,13 +201,16 @@ class Omitted(ReadModel):
 
 
 class WindowTokens(ReadModel):
-    budget: int
-    used: int
-    pinned: int
-    text: int
-    messages: int
-    tools: int
-    sections: dict[str, int]
+    budget: int = Field(description="The budget this window was assembled under")
+    used: int = Field(description="Tokens of everything returned: text + messages + tools (at most budget)")
+    pinned: int = Field(
+        description="Tokens of what is always kept (pinned sections, the input, system messages, the current "
+        "user turn, tools): estimated line by line, never more than used"
+    )
+    text: int = Field(description="Tokens of text, counted as a whole")
+    messages: int = Field(description="Tokens of the fitted messages")
+    tools: int = Field(description="Tokens of the tool definitions sent")
+    sections: dict[str, int] = Field(description="Tokens per section of text, by section id")
 
 
 class WindowResponse(ReadModel):

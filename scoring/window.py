@@ -600,7 +600,9 @@ def assemble_prepared(
         used=used,
         text_tokens=text_tokens,
         messages_tokens=messages_tokens,
-        pinned_tokens=pinned_cost,
+        # pinned_cost is the safe per-line estimate the budget check uses; the text as a whole can count a
+        # little less (BPE merges across lines), so the reported figure never exceeds what was used.
+        pinned_tokens=min(pinned_cost, used),
         prefix=prefix,
         prefix_tokens=prefix_tokens,
         prefix_hash="sha256:" + hashlib.sha256(prefix.encode()).hexdigest(),

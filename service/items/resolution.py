@@ -66,6 +66,19 @@ class _Current:
     existing: bool
 
 
+def _stored(row: dict[str, Any]) -> dict[str, Any]:
+    """The resolution of a write that meets nothing: new, active, retiring nothing (a keyless item has no
+    slot to compete for, so this is always its outcome)."""
+    return {
+        "outcome": "new",
+        "rule": None,
+        "active_id": row["id"],
+        "retired_ids": [],
+        "overrides": [],
+        "detail": "stored" if row["key"] is not None else "stored (no key: no slot to resolve against)",
+    }
+
+
 async def resolve_rows(
     session: AsyncSession,
     principal: Principal,
@@ -81,6 +94,7 @@ async def resolve_rows(
     keyed = [r for r in rows if r["key"] is not None]
     correcting = [(i, r) for i, r in enumerate(rows) if r["corrects"] is not None]
     if not keyed and not correcting:
+        plan.resolutions.update((i, _stored(row)) for i, row in enumerate(rows))
         return plan
     tenant_id = principal.tenant_id
 
@@ -117,15 +131,7 @@ async def resolve_rows(
     }
 
     for i, row in enumerate(rows):
-        res: dict[str, Any] = {
-            "outcome": "new",
-            "rule": None,
-            "active_id": row["id"],
-            "retired_ids": [],
-            "overrides": [],
-            "detail": "stored",
-        }
-        plan.resolutions[i] = res
+        res = plan.resolutions[i] = _stored(row)
         if row["corrects"] is not None:
             target = targets[row["corrects"]]
             if target["status"] not in ACTIVE:

@@ -314,8 +314,11 @@ def _updatable(e: Mapping[str, Any]) -> dict[str, Any]:
     return {"id": e["id"], **{c: e[c] for c in _UPDATABLE}}
 
 
-def _read(e: Mapping[str, Any], evidence_ids: Sequence[uuid.UUID] = ()) -> ProfileEntryRead:
-    return ProfileEntryRead.model_validate({**e, "evidence_ids": list(evidence_ids)})
+def _read(e: Mapping[str, Any], evidence_ids: Sequence[uuid.UUID] | None = None) -> ProfileEntryRead:
+    """An entry as read; ``evidence_ids`` where the caller has them (writes, the entry's own page), else null:
+    listings give ``evidence_count`` only."""
+    ids = list(evidence_ids) if evidence_ids is not None else None
+    return ProfileEntryRead.model_validate({**e, "evidence_ids": ids})
 
 
 def _pure(e: Mapping[str, Any]) -> ProfileEntry:

@@ -136,6 +136,7 @@ def test_properties(scenario: tuple[list[Element], list[dict[str, Any]], int]) -
         return
     assert out.used <= budget
     assert out.used == count(out.text) + out.messages_tokens
+    assert 0 <= out.pinned_tokens <= out.used
     for e in elements:
         if e.pinned:
             assert e.texts[0] in out.text  # verbatim

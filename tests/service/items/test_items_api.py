@@ -40,6 +40,15 @@ def _ts(value: str) -> datetime:
 async def test_round_trip_of_every_field(client: httpx.AsyncClient, tenant: TenantKeys) -> None:
     first = await client.post("/v1/users/u1/items", json={"type": "fact", "content": "x"}, headers=tenant.agent)
     assert first.status_code == 201, first.text
+    # Every write says how it was resolved, a keyless one too (it has no slot: always new).
+    assert first.json()["resolution"] == {
+        "outcome": "new",
+        "rule": None,
+        "active_id": first.json()["id"],
+        "retired_ids": [],
+        "overrides": [],
+        "detail": "stored (no key: no slot to resolve against)",
+    }
     body = dict(FULL_ITEM, related_ids=[first.json()["id"]])
     r = await client.post("/v1/users/u1/items", json=body, headers=tenant.agent)
     assert r.status_code == 201, r.text

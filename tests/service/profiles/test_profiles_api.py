@@ -52,6 +52,12 @@ async def test_calibration_case1_three_sessions_candidate(client: httpx.AsyncCli
     assert 30 <= e3["score"] <= 40
     assert parts(e3["breakdown"]) == pytest.approx(e3["score"])
     assert len(e3["evidence_ids"]) == 3 and sorted(e3["breakdown"]["evidence_ids"]) == sorted(e3["evidence_ids"])
+    # A listing gives the count only (null ids, not an empty list beside a count of 3); the entry's page the ids.
+    listed = (await client.get("/v1/users/u/profile", headers=tenant.agent)).json()["tiers"]["candidate"]
+    (entry,) = [e for es in listed.values() for e in es]
+    assert entry["evidence_count"] == 3 and entry["evidence_ids"] is None
+    detail = (await client.get(f"/v1/users/u/profile/{e3['id']}", headers=tenant.operator)).json()
+    assert sorted(detail["entry"]["evidence_ids"]) == sorted(e3["evidence_ids"])
 
 
 async def test_calibration_case2_same_session_repeats_count_once(client: httpx.AsyncClient, tenant: TenantKeys) -> None:
