@@ -51,6 +51,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     from service.app import create_app
     from service.db import migrate
+    from service.http_server import uvicorn_options
 
     settings = _settings(args)
 
@@ -73,7 +74,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         host=settings.host,
         port=settings.port,
         log_level=settings.log_level,
-        server_header=False,
+        **uvicorn_options(settings),
     )
     return 0
 
@@ -183,7 +184,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     settings = _settings(args)
 
     async def work(db: Any) -> int:
-        return await run_demo(settings, db, turns=args.turns, budget=args.budget)
+        return await run_demo(settings, db, turns=args.turns, budget=args.budget, keep=args.keep)
 
     return asyncio.run(_with_db(settings, work, migrate_first=settings.auto_migrate))
 
@@ -332,6 +333,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", parents=[common], help="run a scripted multi-turn session and show each window")
     demo.add_argument("--turns", type=int, default=16)
     demo.add_argument("--budget", type=int, default=1000, help="max_tokens of every window")
+    demo.add_argument("--keep", action="store_true", help="keep the demo's tenant and data (default: removed)")
     demo.set_defaults(func=cmd_demo)
     return parser
 

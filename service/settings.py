@@ -111,8 +111,14 @@ class Settings(BaseSettings):
     # Where the offline BPE file is materialised; default ``data_dir/tiktoken``.
     tokenizer_cache_dir: Path | None = None
 
-    # Limits (DESIGN §4).
+    # Limits (docs/design.md §4).
     max_body_bytes: int = Field(1024 * 1024, ge=1024)
+    # Slow or oversized requests (service/http_server.py): a request's line and headers must arrive within
+    # header_timeout_seconds, its body within body_timeout_seconds of them (else 408), and the line and
+    # headers hold at most max_header_bytes (else 431).
+    header_timeout_seconds: float = Field(10.0, gt=0, le=600)
+    body_timeout_seconds: float = Field(60.0, gt=0, le=3600)
+    max_header_bytes: int = Field(64 * 1024, ge=4096, le=16 * 1024 * 1024)
     max_content_chars: int = Field(32_000, ge=1)
     max_batch_items: int = Field(1_000, ge=1)
     max_page_size: int = Field(500, ge=1)
@@ -129,14 +135,14 @@ class Settings(BaseSettings):
     # Stored responses of idempotent requests are kept this long (hours).
     idempotency_retention_hours: int = Field(24, ge=1)
 
-    # Profiles (DESIGN §3.3-3.4).
+    # Profiles (docs/design.md §3.3-3.4).
     fourc: FourCSettings = Field(default_factory=FourCSettings)
     # A candidate whose score reaches this is promoted to long_term by the promotion job.
     long_term_threshold: float = Field(60.0, ge=0, le=100)
     # Independent sessions needed before an entry becomes a candidate.
     candidate_min_sessions: int = Field(2, ge=2)
 
-    # Scheduled jobs (DESIGN §3.5). Schedules: "interval:<seconds>" or "cron:<5-field crontab, UTC>".
+    # Scheduled jobs (docs/design.md §3.5). Schedules: "interval:<seconds>" or "cron:<5-field crontab, UTC>".
     job_schedules: dict[str, str] = Field(
         default_factory=lambda: {
             "expire": "interval:300",
@@ -157,7 +163,7 @@ class Settings(BaseSettings):
     purge_deleted_after_days: int = Field(30, ge=0)
     job_run_retention_days: int = Field(90, ge=1)
 
-    # Vector recall (DESIGN §3.8). Backends: "edge" (Qdrant's embedded engine under data_dir/vectors, the
+    # Vector recall (docs/design.md §3.8). Backends: "edge" (Qdrant's embedded engine under data_dir/vectors, the
     # default without qdrant_url), "qdrant" (a server at qdrant_url: the default when it is set), "memory"
     # (qdrant-client in memory: tests), "local" (qdrant-client's local mode: slow, a Python scan), "off".
     vector_backend: Literal["edge", "qdrant", "memory", "local", "off"] = "edge"
@@ -212,7 +218,7 @@ class Settings(BaseSettings):
     # join a window because they are relevant to its query; 0 turns that off.
     recall_limit: int = Field(8, ge=0, le=1_000)
 
-    # Windows (DESIGN §3.6): with context_limit, the budget is min(limit - reserve, watermark x limit).
+    # Windows (docs/design.md §3.6): with context_limit, the budget is min(limit - reserve, watermark x limit).
     window_watermark: float = Field(0.6, gt=0, le=1)
     # Per-process cache of what a window derives from a user's rows (service/windows/cache.py), checked
     # against the database on every request. Bounded by entries (user x session/task/stage/step x domains)
@@ -268,7 +274,7 @@ class Settings(BaseSettings):
 
     @model_validator(mode="after")
     def _server_when_url(self) -> Settings:
-        # As with the database (DESIGN §5): a Qdrant URL means the server, unless a backend is named.
+        # As with the database (docs/design.md §5): a Qdrant URL means the server, unless a backend is named.
         if self.qdrant_url and "vector_backend" not in self.model_fields_set:
             self.vector_backend = "qdrant"
         return self
