@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+import unicodedata
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
@@ -25,6 +26,11 @@ def check_text(value: str) -> str:
         what = "NUL bytes" if match.group() == "\x00" else "unpaired surrogate code points"
         raise ValueError(f"text must not contain {what}")
     return value
+
+
+def to_nfc(value: str) -> str:
+    """Unicode NFC: the one form text is compared and keyed in (what most keyboards and systems send)."""
+    return unicodedata.normalize("NFC", value)
 
 
 def check_nonblank(value: str) -> str:

@@ -6,9 +6,9 @@ import uuid
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import ConfigDict, Field, StringConstraints
+from pydantic import AfterValidator, ConfigDict, Field, StringConstraints
 
-from schemas.common import DateTime, Domain, Identifier, ReadModel, SafeText, SlotKey, StrictModel
+from schemas.common import DateTime, Domain, Identifier, ReadModel, SafeText, SlotKey, StrictModel, to_nfc
 from schemas.users import EventRead
 
 Dimension = Literal["goal", "ability", "preference", "decision_style", "relationship"]
@@ -16,7 +16,10 @@ Polarity = Literal["like", "dislike", "neutral"]
 Tier = Literal["current", "candidate", "long_term"]
 EntryStatus = Literal["active", "weakened", "expired", "rejected"]
 ObservationSource = Literal["system", "user", "tool", "summary", "model"]
-Value = Annotated[SafeText, StringConstraints(min_length=1, max_length=200, strip_whitespace=True)]
+# Stored in NFC: an entry is keyed by its value, and "Café" in NFC and in NFD must be one entry.
+Value = Annotated[
+    SafeText, StringConstraints(min_length=1, max_length=200, strip_whitespace=True), AfterValidator(to_nfc)
+]
 
 
 _OBSERVATION_EXAMPLE = {

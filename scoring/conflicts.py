@@ -7,6 +7,7 @@ and a newcomer; the service stores both either way (the loser as ``superseded`` 
 from __future__ import annotations
 
 import json
+import unicodedata
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
@@ -46,10 +47,22 @@ class Resolution:
 
 def normalize_value(value: Any, content: str) -> str:
     """The form in which two items' values are compared: the JSON ``value`` when given (canonical: sorted
-    keys, no whitespace), else the content trimmed, whitespace-collapsed and case-folded."""
+    keys, no whitespace), else the content trimmed, whitespace-collapsed and case-folded; text in Unicode
+    NFC either way, so that "Café" typed as one code point or as "e" and a combining accent is one value."""
     if value is not None:
-        return "json:" + json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return "text:" + " ".join(content.split()).casefold()
+        return "json:" + json.dumps(nfc_json(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return "text:" + unicodedata.normalize("NFC", " ".join(unicodedata.normalize("NFC", content).split()).casefold())
+
+
+def nfc_json(value: Any) -> Any:
+    """A JSON value with every string (keys too) in NFC."""
+    if isinstance(value, str):
+        return unicodedata.normalize("NFC", value)
+    if isinstance(value, list):
+        return [nfc_json(v) for v in value]
+    if isinstance(value, dict):
+        return {unicodedata.normalize("NFC", k): nfc_json(v) for k, v in value.items()}
+    return value
 
 
 def decide(a: Contender, b: Contender) -> tuple[Contender, Rule]:
