@@ -7,7 +7,7 @@ from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, ConfigDict, Field, StringConstraints
-from pydantic.json_schema import JsonDict
+from pydantic.config import JsonDict
 
 from schemas.common import DateTime, Domain, Identifier, ReadModel, SafeText, SlotKey, StrictModel, to_nfc
 from schemas.users import EventRead
