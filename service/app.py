@@ -31,6 +31,7 @@ from service.timeline.endpoints import router as timeline_router
 from service.tokenizer import build_tokenizer
 from service.users.endpoints import router as users_router
 from service.vectors.recall import OutboxGauges, VectorRecall, build_recall, outbox_worker
+from service.version import VERSION
 from service.windows.endpoints import router as windows_router
 
 log = logging.getLogger("ctxmem")
@@ -92,7 +93,7 @@ def create_app(
 
     app = FastAPI(
         title="ctxmem",
-        version="0.1.0",
+        version=VERSION,
         description=API_DESCRIPTION,
         lifespan=lifespan,
         docs_url=None,  # served by install_docs, with local assets

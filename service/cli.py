@@ -20,6 +20,7 @@ from pydantic import ValidationError
 from service.settings import Settings
 
 ROLES = ("agent", "operator", "admin")
+EXIT_IN_USE = 3  # ctxmem serve: the data directory's embedded vector index is held by another process
 
 
 def _settings(args: argparse.Namespace) -> Settings:
@@ -52,8 +53,22 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from service.app import create_app
     from service.db import migrate
     from service.http_server import uvicorn_options
+    from service.version import VERSION
 
     settings = _settings(args)
+    if settings.vector_backend == "edge":
+        from service.vectors.qdrant_edge import holder
+
+        # One process per embedded index: say so in one line, before anything starts, rather than fail
+        # during the app's startup with a traceback.
+        who = holder(settings.data_dir / "vectors")
+        if who is not None:
+            print(
+                f"error: the data directory {settings.data_dir.resolve()} is in use by another process ({who}); "
+                "stop it, or give this server its own directory with --data-dir or CTXMEM_DATA_DIR",
+                file=sys.stderr,
+            )
+            return EXIT_IN_USE
 
     async def prepare(db: Any) -> int:
         return 0
@@ -64,7 +79,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     )
     exe = sys.argv[0] if sys.argv and sys.argv[0] else "ctxmem"
     print(
-        f"ctxmem {migrate.head_revision()} serving on http://{settings.host}:{settings.port} ({where})",
+        f"ctxmem {VERSION} (schema {migrate.head_revision()}) serving on http://{settings.host}:{settings.port} "
+        f"({where})",
         flush=True,
     )
     print(f"  API docs:   http://{settings.host}:{settings.port}/docs", flush=True)

@@ -15,6 +15,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from service.version import VERSION
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -116,11 +118,18 @@ def test_keys_create_next_to_serve_shares_the_embedded_database(
     assert httpx.get(base + "/v1/users/u1/items", headers=headers).status_code == 401
     # the CLI processes came and went; the server's database is still up
     assert httpx.get(base + "/readyz").status_code == 200
+    # a second server on the same data directory says in one line who holds it, and starts nothing
+    second = ctxmem(data_dir, "serve", "--port", str(_free_port()))
+    assert second.returncode == 3 and second.stdout == ""
+    assert second.stderr.count("\n") == 1 and f"in use by another process (pid {proc.pid}: " in second.stderr
+    assert "--data-dir" in second.stderr
+    assert httpx.get(base + "/readyz").status_code == 200
 
     proc.send_signal(signal.SIGINT)
     assert proc.wait(timeout=30) == 0
     out = proc.stdout.read() if proc.stdout else ""
     assert f"serving on {base}" in out
+    assert out.startswith(f"ctxmem {VERSION} (schema ")  # the release, then the database schema it runs
     assert "keys create" in out
 
 
