@@ -8,12 +8,14 @@ from fastapi import APIRouter, Path, Query, Request
 
 from jobs import repository
 from jobs.runner import run_job
-from schemas.jobs import JobName, JobRunPage, JobRunRead, JobRunRequest
+from schemas.jobs import JOB_NAMES, JobName, JobRunPage, JobRunRead, JobRunRequest
 from service.auth.service import Permission
 from service.clock import FixedClock
 from service.deps import ClockDep, DatabaseDep, PrincipalDep, SessionDep, SettingsDep
 from service.errors import Conflict
 from service.items.endpoints import ERRORS
+
+_NAMES = f"{', '.join(JOB_NAMES[:-1])} or {JOB_NAMES[-1]}"
 
 router = APIRouter(prefix="/v1/jobs", tags=["jobs"], responses=ERRORS)
 
@@ -27,7 +29,7 @@ async def run(
     request: Request,
     name: Annotated[
         JobName,
-        Path(description="expire, promote, decay, purge or reindex (see docs/concepts.md, jobs)", examples=["decay"]),
+        Path(description=f"{_NAMES} (see docs/concepts.md, jobs)", examples=["decay"]),
     ],
     principal: PrincipalDep,
     db: DatabaseDep,

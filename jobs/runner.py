@@ -19,6 +19,7 @@ from typing import Any
 from sqlalchemy import text
 
 from jobs import repository
+from schemas.jobs import JOB_NAMES, JobName
 from scoring.fourc import FourCWeights
 from service.clock import Clock
 from service.db.engine import Database, session_scope
@@ -28,7 +29,6 @@ from service.vectors.outbox import lag as outbox_lag
 from service.vectors.outbox import revive_dead
 from service.vectors.recall import VectorRecall, build_recall, outbox_worker
 
-JOB_NAMES = ("expire", "promote", "decay", "purge", "reindex")
 Progress = Callable[[str, int, int], None]  # (kind, rows changed so far in this kind, estimated total)
 
 
@@ -179,7 +179,7 @@ async def job_reindex(ctx: JobContext) -> dict[str, int]:
             await recall.embedder.close()
 
 
-JOBS: dict[str, Callable[[JobContext], Awaitable[dict[str, int]]]] = {
+JOBS: dict[JobName, Callable[[JobContext], Awaitable[dict[str, int]]]] = {
     "reindex": job_reindex,
     "expire": job_expire,
     "promote": job_promote,

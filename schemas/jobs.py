@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import ConfigDict, Field
 
 from schemas.common import DateTime, ReadModel, StrictModel
 
+# The one list of job names (docs/design.md §3.5); the runner, the CLI, the routes and settings derive theirs.
 JobName = Literal["expire", "promote", "decay", "purge", "reindex"]
+JOB_NAMES: tuple[JobName, ...] = get_args(JobName)
 
 
 class JobRunRequest(StrictModel):

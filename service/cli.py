@@ -17,6 +17,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from schemas.jobs import JOB_NAMES
 from service.settings import Settings
 
 ROLES = ("agent", "operator", "admin")
@@ -334,12 +335,12 @@ def build_parser() -> argparse.ArgumentParser:
     jobs = sub.add_parser("jobs", help="scheduled jobs: run one now, list runs")
     jobs_sub = jobs.add_subparsers(dest="jobs_command", required=True)
     jrun = jobs_sub.add_parser("run", parents=[common], help="run a job now (once across replicas)")
-    jrun.add_argument("name", choices=("expire", "promote", "decay", "purge", "reindex"))
+    jrun.add_argument("name", choices=JOB_NAMES)
     jrun.add_argument("--now", help="run as of this ISO 8601 time, e.g. 2027-03-01T00:00:00Z")
     jrun.add_argument("--tenant", help="only this tenant (default: all)")
     jrun.set_defaults(func=cmd_jobs_run)
     jruns = jobs_sub.add_parser("runs", parents=[common], help="list recent job runs")
-    jruns.add_argument("--name", choices=("expire", "promote", "decay", "purge", "reindex"))
+    jruns.add_argument("--name", choices=JOB_NAMES)
     jruns.add_argument("--limit", type=int, default=20)
     jruns.set_defaults(func=cmd_jobs_runs)
 
