@@ -6,7 +6,6 @@ from __future__ import annotations
 import uuid
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from datetime import timedelta
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -31,11 +30,9 @@ from service.errors import BatchItemInvalid, NotFound, ValidationFailed
 from service.events import record_events
 from service.ids import uuid7
 from service.items import repository as items_repository
-from service.items.service import BatchTooLarge
+from service.items.service import MAX_CLOCK_SKEW, BatchTooLarge
 from service.profiles import repository
 from service.settings import Settings
-
-MAX_CLOCK_SKEW = timedelta(minutes=5)
 
 
 class EntryNotFound(NotFound):
