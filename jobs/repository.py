@@ -347,14 +347,16 @@ async def interrupt_stale(session: AsyncSession, name: str, now: datetime) -> in
 
 async def finish_run(
     session: AsyncSession, run_id: uuid.UUID, *, status: str, rows: Mapping[str, int], error: str | None, now: datetime
-) -> None:
-    await session.execute(
+) -> dict[str, Any]:
+    """Close the run's record and return it as stored (what ``GET /v1/jobs/runs`` lists)."""
+    result = await session.execute(
         text(
             "UPDATE job_run SET status = :status, rows = CAST(:rows AS jsonb), error = :error, finished_at = :now "
-            "WHERE id = :id"
+            "WHERE id = :id RETURNING *"
         ),
         {"id": run_id, "status": status, "rows": json.dumps(dict(rows)), "error": error, "now": now},
     )
+    return dict(result.mappings().one())
 
 
 async def list_runs(session: AsyncSession, *, tenant_id: str | None, name: str | None, limit: int) -> list[Any]:

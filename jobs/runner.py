@@ -41,6 +41,7 @@ class JobResult:
     rows: dict[str, int] = field(default_factory=dict)
     error: str | None = None
     reason: str | None = None  # why it was skipped
+    record: dict[str, Any] | None = None  # the closed job_run row (None when skipped)
 
 
 def lock_key(name: str) -> int:
@@ -247,8 +248,12 @@ async def _run_locked(
     except Exception as exc:
         error = "".join(traceback.format_exception_only(exc)).strip()
         async with session_scope(db) as session:
-            await repository.finish_run(session, run_id, status="failed", rows={}, error=error, now=Clock().now())
-        return JobResult(run_id, name, "failed", now, error=error)
+            record = await repository.finish_run(
+                session, run_id, status="failed", rows={}, error=error, now=Clock().now()
+            )
+        return JobResult(run_id, name, "failed", now, error=error, record=record)
     async with session_scope(db) as session:
-        await repository.finish_run(session, run_id, status="succeeded", rows=rows, error=None, now=Clock().now())
-    return JobResult(run_id, name, "succeeded", now, rows=rows)
+        record = await repository.finish_run(
+            session, run_id, status="succeeded", rows=rows, error=None, now=Clock().now()
+        )
+    return JobResult(run_id, name, "succeeded", now, rows=rows, record=record)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import httpx
 
 from tests.conftest import TenantKeys
@@ -35,3 +37,23 @@ async def test_runs_are_scoped_to_the_tenant(
     assert r.status_code == 200
     theirs = (await client.get("/v1/jobs/runs", headers=other_tenant.admin)).json()["items"]
     assert r.json()["id"] not in {x["id"] for x in theirs}
+
+
+async def test_concurrent_runs_answer_with_their_own_record_or_409(
+    client: httpx.AsyncClient, tenant: TenantKeys
+) -> None:
+    """Runs of one job at once: each answer is its own run's record as stored, or job-running; never a 500."""
+    answers = await asyncio.gather(
+        *(
+            client.post("/v1/jobs/expire/run", json={"now": "2031-01-01T00:00:00Z"}, headers=tenant.admin)
+            for _ in range(6)
+        )
+    )
+    assert {r.status_code for r in answers} <= {200, 409}, [r.text for r in answers]
+    ran = [r.json() for r in answers if r.status_code == 200]
+    assert ran and len({r["id"] for r in ran}) == len(ran)
+    busy = [r.json() for r in answers if r.status_code == 409]
+    assert all(b["type"].endswith("job-running") for b in busy)
+    listed = {r["id"]: r for r in (await client.get("/v1/jobs/runs?name=expire", headers=tenant.admin)).json()["items"]}
+    for run in ran:
+        assert listed[run["id"]] == run and run["status"] == "succeeded" and run["finished_at"] is not None
