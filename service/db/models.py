@@ -54,8 +54,16 @@ SCOPES = ("step", "stage", "task", "session", "user", "global")
 KINDS = ("fact", "opinion")
 ITEM_STATUSES = ("available", "verified", "missing", "superseded", "expired", "deleted")
 ROLES = ("agent", "operator", "admin")
-# Statuses of an item that is in force (windows, retrieval, expiry).
+# Statuses of an item that is in force (windows, retrieval, expiry): the one definition, in Python and,
+# through active_sql, in SQL.
 ACTIVE_STATUSES = ("available", "verified", "missing")
+
+
+def active_sql(alias: str | None = None) -> str:
+    """The SQL predicate "this item is in force" (its status; expiry is checked apart, against a time)."""
+    return _in(f"{alias}.status" if alias else "status", ACTIVE_STATUSES)
+
+
 # A window's standing candidates (scoring.window_policy.STANDING_TYPES / STANDING_STATUSES): the user's
 # and global items that are or may be pinned, and the items of a narrower scope than the user's. Both are
 # partial-index predicates, so the window's SQL repeats them word for word.
@@ -144,7 +152,7 @@ class ContextItem(SQLModel, table=True):
         sa.Index(
             "ix_context_item_expiry",
             "expires_at",
-            postgresql_where=sa.text("expires_at IS NOT NULL AND status IN ('available', 'verified', 'missing')"),
+            postgresql_where=sa.text(f"expires_at IS NOT NULL AND {active_sql()}"),
         ),
         sa.Index("ix_context_item_deleted", "deleted_at", postgresql_where=sa.text("status = 'deleted'")),
         # Conflict slots: (tenant, user, key, scope instance); history of a slot in id order.
@@ -167,7 +175,7 @@ class ContextItem(SQLModel, table=True):
             "scope",
             "scope_ref",
             unique=True,
-            postgresql_where=sa.text("key IS NOT NULL AND status IN ('available', 'verified', 'missing')"),
+            postgresql_where=sa.text(f"key IS NOT NULL AND {active_sql()}"),
         ),
     )
 

@@ -13,7 +13,7 @@ from sqlalchemy.sql import ColumnElement
 
 from service.db.bulk import copy_rows
 from service.db.locks import user_lock_sql
-from service.db.models import ContextItem
+from service.db.models import ACTIVE_STATUSES, ContextItem
 
 T = ContextItem.__table__  # type: ignore[attr-defined]
 C = T.c
@@ -116,9 +116,6 @@ async def list_items(
     order = C.id.desc() if descending else C.id.asc()
     stmt = select(ContextItem).where(and_(*conds)).order_by(order).limit(limit)
     return list((await session.execute(stmt)).scalars())
-
-
-ACTIVE_STATUSES = ("available", "verified", "missing")
 
 
 async def lock_slots(session: AsyncSession, slot_names: Sequence[str]) -> None:

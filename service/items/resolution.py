@@ -18,10 +18,10 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from scoring.conflicts import Contender, check_correction, normalize_value, reinforced_confidence, resolve
 from scoring.scopes import SCOPE_ORDER, ScopeContext, Scoped, applies
 from service.auth.service import Permission, Principal
+from service.db.models import ACTIVE_STATUSES
 from service.errors import Conflict, ValidationFailed
 from service.items import repository
 
-ACTIVE = repository.ACTIVE_STATUSES
 Slot = tuple[str, str, str]  # key, scope, scope_ref
 
 
@@ -134,7 +134,7 @@ async def resolve_rows(
         res = plan.resolutions[i] = _stored(row)
         if row["corrects"] is not None:
             target = targets[row["corrects"]]
-            if target["status"] not in ACTIVE:
+            if target["status"] not in ACTIVE_STATUSES:
                 raise CorrectionRefused(
                     f"{where(i)}corrects: item {target['id']} is already {target['status']}"
                     + (f" (by {target['superseded_by']})" if target["superseded_by"] else ""),
@@ -201,7 +201,7 @@ async def resolve_rows(
             res.update(outcome="reinforced", rule="reinforcement", active_id=cur.row["id"], detail=decision.detail)
             res["retired_ids"] = [*res["retired_ids"], row["id"]]
 
-        if row["status"] in ACTIVE and row["scope"] not in ("user", "global"):
+        if row["status"] in ACTIVE_STATUSES and row["scope"] not in ("user", "global"):
             overridden = _overridden(row, by_key.get(row["key"], []))
             if overridden:
                 res["overrides"] = overridden
@@ -228,7 +228,7 @@ def _overridden(row: Mapping[str, Any], same_key: Sequence[Mapping[str, Any]]) -
     )
     out = []
     for other in same_key:
-        if other["status"] not in ACTIVE or other["id"] == row["id"]:
+        if other["status"] not in ACTIVE_STATUSES or other["id"] == row["id"]:
             continue
         if SCOPE_ORDER[other["scope"]] <= SCOPE_ORDER[row["scope"]]:
             continue

@@ -18,12 +18,11 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from service.db.engine import Database, session_scope
 from service.db.locks import user_lock_sql
+from service.db.models import ACTIVE_STATUSES
 from service.outage import Outage, is_outage
 from service.vectors.base import Embedder, VectorIndex, VectorPoint
 
 log = logging.getLogger("ctxmem.vectors")
-
-ACTIVE = ("available", "verified", "missing")
 
 
 async def enqueue_sync(
@@ -248,8 +247,8 @@ class OutboxWorker:
                 )
         item_ids = list(dict.fromkeys(r.item_id for r in rows if r.op == "sync"))
         if item_ids:
-            await session.execute(_SEARCH_UPSERT, {"ids": item_ids, "active": list(ACTIVE)})
-            await session.execute(_SEARCH_DELETE, {"ids": item_ids, "active": list(ACTIVE)})
+            await session.execute(_SEARCH_UPSERT, {"ids": item_ids, "active": list(ACTIVE_STATUSES)})
+            await session.execute(_SEARCH_DELETE, {"ids": item_ids, "active": list(ACTIVE_STATUSES)})
 
     async def _apply_index(self, session: AsyncSession, rows: Sequence[Any]) -> None:
         """The vector index for these changes. Erasures first: a sync listed before an erasure finds its row
@@ -272,7 +271,7 @@ class OutboxWorker:
                 {"ids": item_ids},
             )
         ).all()
-        live = [i for i in items if i.status in ACTIVE]
+        live = [i for i in items if i.status in ACTIVE_STATUSES]
         gone = set(item_ids) - {i.id for i in live}
         missing = [i for i in live if i.embedding is None]
         vectors = await self.embedder.embed([i.content for i in missing]) if missing else []
