@@ -177,7 +177,8 @@ async def create_items(
                 "action": "item.created",
                 "entity_type": "context_item",
                 "entity_id": str(row["id"]),
-                "reason": (res["detail"] if res else None) or ("batch write" if batch else "write"),
+                # A keyless write has nothing resolved to explain: its event says how it was written.
+                "reason": res["detail"] if res and _resolved(row) else ("batch write" if batch else "write"),
                 "rule": res["rule"] if res else None,
                 "after": _event_snapshot(row),
                 "created_at": now,
@@ -187,6 +188,11 @@ async def create_items(
     retired = [i for i, u in plan.updates.items() if "status" in u]
     await enqueue_sync(ctx.session, principal.tenant_id, user_id, [r["id"] for r in rows] + retired, now)
     return [ItemRead.model_validate({**row, "resolution": plan.resolutions.get(i)}) for i, row in enumerate(rows)]
+
+
+def _resolved(row: dict[str, Any]) -> bool:
+    """Whether a write met a slot or a correction target (else its resolution is plain "new")."""
+    return row["key"] is not None or row["corrects"] is not None
 
 
 def attach_levels(tokenizer: Tokenizer, user_id: str, rows: Sequence[dict[str, Any]]) -> None:
