@@ -7,11 +7,14 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Mapping
+from dataclasses import asdict, fields
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
+
+from scoring.fourc import SCORE_DECIMALS, SECONDS_PER_DAY, FourCWeights
 
 # "Everything" when the run is global (scheduler, CLI); one tenant when an admin runs it over the API.
 _TENANT = "(CAST(:tenant AS text) IS NULL OR {t}.tenant_id = CAST(:tenant AS text))"
@@ -135,22 +138,19 @@ def decay_params(overrides: Mapping[str, int], default_days: int, factor: float)
 
 # --- promote ------------------------------------------------------------------------------------------
 
-# The 4C score of scoring/fourc.py, in SQL over one batch of candidates (tests/jobs check they agree).
+# The 4C score of scoring/fourc.py and its promotion rule (``promotable``), in SQL over one batch of
+# candidates. The weights are bound under their FourCWeights names (one column of ``w`` each), the
+# threshold and the sessions floor come from settings, the rounding and the day length from
+# scoring/fourc.py; tests/jobs/test_jobs.py holds the two implementations equal.
+_WEIGHT_NAMES = tuple(f.name for f in fields(FourCWeights))
+_WEIGHTS = ",\n           ".join(
+    f"CAST(:{name} AS float8) AS {name}" for name in (*_WEIGHT_NAMES, "threshold", "min_sessions")
+)
+_D = SCORE_DECIMALS
+
 PROMOTE = f"""
 WITH w AS (
-    SELECT CAST(:w_count AS float8) AS w_count,
-           CAST(:sat_sessions AS float8) AS sat_sessions,
-           CAST(:w_cont AS float8) AS w_cont,
-           CAST(:sat_days AS float8) AS sat_days,
-           CAST(:w_cross AS float8) AS w_cross,
-           CAST(:sat_contexts AS float8) AS sat_contexts,
-           CAST(:w_confirm AS float8) AS w_confirm,
-           CAST(:w_explicit AS float8) AS w_explicit,
-           CAST(:w_inferred AS float8) AS w_inferred,
-           CAST(:sat_inferred AS float8) AS sat_inferred,
-           CAST(:w_pen_explicit AS float8) AS w_pen_explicit,
-           CAST(:w_pen AS float8) AS w_pen,
-           CAST(:threshold AS float8) AS threshold
+    SELECT {_WEIGHTS}
 ), cand AS (
     SELECT e.id FROM profile_entry e
     WHERE e.tier = 'candidate' AND e.status = 'active' AND e.id > CAST(:after AS uuid) AND {_TENANT.format(t="e")}
@@ -166,14 +166,14 @@ WITH w AS (
     SELECT entry_id, session_id, bool_or(explicit OR confirmation) AS hard FROM ev WHERE NOT sup
     GROUP BY entry_id, session_id
 ), sup AS (
-    SELECT entry_id, EXTRACT(EPOCH FROM max(observed_at) - min(observed_at)) / 86400.0 AS span_days,
+    SELECT entry_id, EXTRACT(EPOCH FROM max(observed_at) - min(observed_at)) / {SECONDS_PER_DAY} AS span_days,
            count(DISTINCT context) AS contexts, bool_or(confirmation) AS confirmed, bool_or(explicit) AS stated
     FROM ev WHERE sup GROUP BY entry_id
 ), ps AS (
     SELECT entry_id, count(*) AS sessions, sum(w) AS mass FROM per_session GROUP BY entry_id
 ), pen AS (
     SELECT entry_id, count(*) AS contra_sessions,
-           sum(CASE WHEN hard THEN w.w_pen_explicit ELSE w.w_pen END) AS raw_penalty
+           sum(CASE WHEN hard THEN w.explicit_contradiction_penalty ELSE w.contradiction_penalty END) AS raw_penalty
     FROM contra CROSS JOIN w GROUP BY entry_id
 ), ids AS (
     SELECT entry_id, jsonb_agg(id::text ORDER BY id::text) AS evidence_ids FROM ev GROUP BY entry_id
@@ -186,12 +186,15 @@ WITH w AS (
          LEFT JOIN pen ON pen.entry_id = cand.id
 ), parts AS (
     SELECT entry_id, sessions, span_days, contexts, contra_sessions,
-           round((w.w_count * LEAST(mass, w.sat_sessions) / w.sat_sessions)::numeric, 2) AS p_count,
-           round((w.w_cont * LEAST(1.0, span_days / w.sat_days))::numeric, 2) AS p_cont,
-           round((w.w_cross * LEAST(1.0, contexts::float / w.sat_contexts))::numeric, 2) AS p_cross,
-           round((CASE WHEN confirmed THEN w.w_confirm WHEN stated THEN w.w_explicit
-                       ELSE w.w_inferred * LEAST(1.0, sessions::float / w.sat_inferred) END)::numeric, 2) AS p_conf,
-           round(raw_penalty::numeric, 2) AS raw_pen
+           round((w.count_points * LEAST(mass, w.count_saturation_sessions) / w.count_saturation_sessions)::numeric,
+                 {_D}) AS p_count,
+           round((w.continuity_points * LEAST(1.0, span_days / w.continuity_saturation_days))::numeric, {_D}) AS p_cont,
+           round((w.cross_context_points * LEAST(1.0, contexts::float / w.cross_context_saturation))::numeric,
+                 {_D}) AS p_cross,
+           round((CASE WHEN confirmed THEN w.confirmation_points WHEN stated THEN w.explicit_points
+                       ELSE w.inferred_points * LEAST(1.0, sessions::float / w.inferred_saturation_sessions)
+                  END)::numeric, {_D}) AS p_conf,
+           round(raw_penalty::numeric, {_D}) AS raw_pen
     FROM agg CROSS JOIN w
 ), scored AS (
     SELECT *, LEAST(raw_pen, p_count + p_cont + p_cross + p_conf) AS p_pen,
@@ -202,11 +205,11 @@ WITH w AS (
            breakdown = jsonb_build_object(
                'count', s.p_count, 'continuity', s.p_cont, 'cross_context', s.p_cross, 'confirmation', s.p_conf,
                'penalty', s.p_pen, 'score', s.score, 'sessions', s.sessions,
-               'span_days', round(s.span_days::numeric, 2), 'contexts', s.contexts,
+               'span_days', round(s.span_days::numeric, {_D}), 'contexts', s.contexts,
                'contradicting_sessions', s.contra_sessions,
                'evidence_ids', COALESCE(ids.evidence_ids, '[]'::jsonb))
     FROM scored s CROSS JOIN w LEFT JOIN ids ON ids.entry_id = s.entry_id
-    WHERE p.id = s.entry_id AND s.sessions >= 2 AND s.score >= w.threshold
+    WHERE p.id = s.entry_id AND s.sessions >= w.min_sessions AND s.score >= w.threshold
     RETURNING p.id, p.tenant_id, p.user_id, s.score
 ), events AS (
     INSERT INTO event ({_EVENT_COLUMNS})
@@ -226,22 +229,9 @@ SELECT count(*) FROM profile_entry e WHERE e.tier = 'candidate' AND e.status = '
 """
 
 
-def promote_params(weights: Mapping[str, float], threshold: float) -> dict[str, Any]:
-    return {
-        "w_count": weights["count_points"],
-        "sat_sessions": weights["count_saturation_sessions"],
-        "w_cont": weights["continuity_points"],
-        "sat_days": weights["continuity_saturation_days"],
-        "w_cross": weights["cross_context_points"],
-        "sat_contexts": weights["cross_context_saturation"],
-        "w_confirm": weights["confirmation_points"],
-        "w_explicit": weights["explicit_points"],
-        "w_inferred": weights["inferred_points"],
-        "sat_inferred": weights["inferred_saturation_sessions"],
-        "w_pen": weights["contradiction_penalty"],
-        "w_pen_explicit": weights["explicit_contradiction_penalty"],
-        "threshold": threshold,
-    }
+def promote_params(weights: FourCWeights, *, threshold: float, min_sessions: int) -> dict[str, Any]:
+    """The binds of ``PROMOTE``: every weight under its own name, and the two settings of ``promotable``."""
+    return {**asdict(weights), "threshold": threshold, "min_sessions": min_sessions}
 
 
 async def promote_batch(

@@ -120,9 +120,12 @@ async def job_decay(ctx: JobContext) -> dict[str, int]:
 
 
 async def job_promote(ctx: JobContext) -> dict[str, int]:
-    """Candidates whose 4C score as of now reaches the threshold, with ≥ 2 sessions → ``long_term``."""
-    weights = FourCWeights(**ctx.settings.fourc.model_dump())
-    p = ctx.params(**repository.promote_params(weights.__dict__, ctx.settings.long_term_threshold))
+    """Candidates that are ``promotable`` (scoring/fourc.py) as of now → ``long_term``."""
+    s = ctx.settings
+    weights = FourCWeights(**s.fourc.model_dump())
+    p = ctx.params(
+        **repository.promote_params(weights, threshold=s.long_term_threshold, min_sessions=s.candidate_min_sessions)
+    )
     total = await _count(ctx, repository.COUNT_PROMOTE, p)
     promoted = examined = 0
     after = uuid.UUID(int=0)

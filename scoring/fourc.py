@@ -32,6 +32,8 @@ from datetime import datetime
 from typing import Any
 
 SECONDS_PER_DAY = 86_400.0
+# Each part, the penalty and the score are rounded to this many decimals (docs/design.md §3.4: "to 0.01").
+SCORE_DECIMALS = 2
 
 
 @dataclass(frozen=True)
@@ -95,7 +97,7 @@ class FourCScore:
 
 
 def _r(x: float) -> float:
-    return round(x, 2)
+    return round(x, SCORE_DECIMALS)
 
 
 def score_4c(evidence: Sequence[Evidence], *, now: datetime, weights: FourCWeights | None = None) -> FourCScore:
@@ -154,3 +156,10 @@ def score_4c(evidence: Sequence[Evidence], *, now: datetime, weights: FourCWeigh
         contradicting_sessions=len(contra_sessions),
         evidence_ids=tuple(sorted(e.id for e in usable)),
     )
+
+
+def promotable(score: FourCScore, *, threshold: float, min_sessions: int) -> bool:
+    """A candidate is promoted to ``long_term`` when its score reaches ``threshold`` (CTXMEM_LONG_TERM_THRESHOLD,
+    60) with support from at least ``min_sessions`` independent sessions (CTXMEM_CANDIDATE_MIN_SESSIONS, 2):
+    docs/design.md §3.3 and §3.5. The promote job applies this rule in SQL (jobs/repository.py)."""
+    return score.sessions >= min_sessions and score.score >= threshold

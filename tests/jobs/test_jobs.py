@@ -11,10 +11,10 @@ import pytest
 from sqlalchemy import text
 
 from jobs.runner import run_job
-from scoring.fourc import Evidence, score_4c
+from scoring.fourc import Evidence, FourCWeights, promotable, score_4c
 from service.clock import FixedClock
 from service.db.engine import Database
-from service.settings import Settings
+from service.settings import FourCSettings, Settings
 from tests.conftest import TenantKeys
 
 T0 = datetime(2026, 6, 1, tzinfo=UTC)
@@ -163,13 +163,40 @@ async def test_jobs_stay_inside_the_tenant(
     assert (await entry(client, other_tenant, theirs["id"]))["status"] == "active"
 
 
+PARITY_SETTINGS = [
+    pytest.param({}, id="defaults"),
+    pytest.param(
+        {
+            "fourc": FourCSettings(
+                count_points=40,
+                count_saturation_sessions=4,
+                continuity_points=20,
+                continuity_saturation_days=30,
+                cross_context_points=10,
+                cross_context_saturation=2,
+                confirmation_points=30,
+                explicit_points=25,
+                inferred_points=7,
+                inferred_saturation_sessions=2,
+                contradiction_penalty=9,
+                explicit_contradiction_penalty=33,
+            ),
+            "candidate_min_sessions": 3,
+        },
+        id="other-weights-and-sessions",
+    ),
+]
+
+
+@pytest.mark.parametrize("changes", PARITY_SETTINGS)
 async def test_sql_4c_matches_the_python_scorer(
-    client: httpx.AsyncClient, tenant: TenantKeys, db: Database, settings: Settings
+    client: httpx.AsyncClient, tenant: TenantKeys, db: Database, settings: Settings, changes: dict[str, Any]
 ) -> None:
-    """The promotion job scores in SQL; it must agree with scoring/fourc.py (to the rounding of a part)."""
+    """The promotion job scores in SQL; it must agree with scoring/fourc.py part by part (to the rounding of a
+    part) and promote exactly the entries ``promotable`` names, under the default weights and others."""
     rnd = random.Random(5)
     entries = []
-    for n in range(12):
+    for n in range(16):
         batch = [
             obs(
                 f"s{rnd.randint(1, 6)}",
@@ -184,20 +211,18 @@ async def test_sql_4c_matches_the_python_scorer(
         ]
         entries.append((await add(client, tenant, batch, user="parity"))[-1])
     now = T0 + timedelta(days=200)
-    low = settings.model_copy(update={"long_term_threshold": 0.0})
-    await run("promote", db, low, tenant, now)
-    compared = 0
+    # Half of the candidates reach the threshold, so the threshold itself is tested too.
+    cut = settings.model_copy(update={"long_term_threshold": 0.0, **changes})
+    weights = FourCWeights(**cut.fourc.model_dump())
+    scored = {}
     async with db.engine.connect() as conn:
         for e in entries:
-            row = (
-                await conn.execute(text("SELECT tier, score, status FROM profile_entry WHERE id = :i"), {"i": e["id"]})
-            ).one()
             evidence = (
                 (await conn.execute(text("SELECT * FROM observation WHERE entry_id = :i"), {"i": e["id"]}))
                 .mappings()
                 .all()
             )
-            py = score_4c(
+            scored[e["id"]] = score_4c(
                 [
                     Evidence(
                         str(o["id"]),
@@ -212,10 +237,42 @@ async def test_sql_4c_matches_the_python_scorer(
                     for o in evidence
                 ],
                 now=now,
+                weights=weights,
             )
-            if row.tier == "long_term" and e["tier"] == "candidate":
-                assert row.score == pytest.approx(py.score, abs=0.05), (e["id"], row.score, py)
-                compared += 1
-            elif e["tier"] == "candidate" and row.status == "active":
-                assert py.sessions < 2  # not promoted only because it lacks independent sessions
-    assert compared >= 5
+    candidates = [e for e in entries if (e["tier"], e["status"]) == ("candidate", "active")]
+    threshold = sorted(scored[e["id"]].score for e in candidates)[len(candidates) // 2]
+    cut = cut.model_copy(update={"long_term_threshold": threshold})
+    result = await run("promote", db, cut, tenant, now)
+
+    expected = {
+        e["id"]
+        for e in candidates
+        if promotable(scored[e["id"]], threshold=threshold, min_sessions=cut.candidate_min_sessions)
+    }
+    promoted = set()
+    async with db.engine.connect() as conn:
+        for e in candidates:
+            row = (
+                await conn.execute(
+                    text("SELECT tier, score, breakdown FROM profile_entry WHERE id = :i"), {"i": e["id"]}
+                )
+            ).one()
+            if row.tier != "long_term":
+                continue
+            promoted.add(e["id"])
+            py = scored[e["id"]].breakdown()
+            assert row.score == pytest.approx(py["score"], abs=0.05), (e["id"], row.breakdown, py)
+            for part in ("count", "continuity", "cross_context", "confirmation", "penalty", "span_days"):
+                assert row.breakdown[part] == pytest.approx(py[part], abs=0.011), (part, row.breakdown, py)
+            for exact in ("sessions", "contexts", "contradicting_sessions", "evidence_ids"):
+                assert row.breakdown[exact] == py[exact], (exact, row.breakdown, py)
+    assert promoted == expected
+    assert result.rows == {"entries_promoted": len(expected), "candidates_examined": len(candidates)}
+    # Both sides of both rules are exercised: promoted, below the threshold, short of sessions.
+    assert len(expected) >= 3
+    assert any(scored[e["id"]].score < threshold for e in candidates)
+    if changes:
+        assert any(
+            scored[e["id"]].score >= threshold and scored[e["id"]].sessions < cut.candidate_min_sessions
+            for e in candidates
+        )

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from scoring.fourc import Evidence, FourCScore, FourCWeights, score_4c
+from scoring.fourc import Evidence, FourCScore, FourCWeights, promotable, score_4c
 from scoring.profile import EntryState, transition
 
 T0 = datetime(2026, 6, 1, tzinfo=UTC)
@@ -72,6 +72,18 @@ def test_case4_six_sessions_over_100_days_in_three_contexts_reaches_60() -> None
     s = score_4c(evidence, now=NOW)
     assert s.score >= 60
     assert (s.sessions, s.span_days, s.contexts) == (6, 100, 3)
+
+
+def test_promotable_needs_the_threshold_and_the_sessions() -> None:
+    contexts = ["buy_phone", "compare_phones", "phone_repair"]
+    case4 = score_4c([ev(i, day=i * 20, context=contexts[i % 3]) for i in range(6)], now=NOW)
+    case1 = score_4c([ev(1, day=0), ev(2, day=7), ev(3, day=14)], now=NOW)
+    assert promotable(case4, threshold=60, min_sessions=2)
+    assert not promotable(case1, threshold=60, min_sessions=2)
+    assert promotable(case1, threshold=case1.score, min_sessions=3)
+    assert not promotable(case1, threshold=case1.score, min_sessions=4)
+    one = score_4c([ev(1, explicit=True, confirmation=True, day=0), ev(2, session="s1", day=100)], now=NOW)
+    assert one.sessions == 1 and one.score >= 60 and not promotable(one, threshold=60, min_sessions=2)
 
 
 def test_case5_one_inferred_signal_is_never_a_candidate() -> None:
