@@ -15,6 +15,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from scoring.fourc import SCORE_DECIMALS, SECONDS_PER_DAY, FourCWeights
+from scoring.profile import DECAY_END_STATUS, DECAY_STEPS, DECAYING_STATUSES
 
 # "Everything" when the run is global (scheduler, CLI); one tenant when an admin runs it over the API.
 _TENANT = "(CAST(:tenant AS text) IS NULL OR {t}.tenant_id = CAST(:tenant AS text))"
@@ -84,13 +85,30 @@ SELECT (SELECT count(*) FROM context_item i WHERE i.{_ACTIVE_ITEM} AND i.expires
 
 # --- decay --------------------------------------------------------------------------------------------
 
+
+def _literal(value: str) -> str:
+    """A SQL string literal of one of scoring/'s own names (tiers, statuses), never of input."""
+    if not value.replace("_", "").isalpha():
+        raise ValueError(f"not a name: {value!r}")
+    return f"'{value}'"
+
+
+def _decay_case(part: int, otherwise: str) -> str:
+    """The new tier (part 0) or status (part 1) of a decay step, a CASE built from DECAY_STEPS."""
+    whens = " ".join(
+        f"WHEN tier = {_literal(tier)} AND status = {_literal(status)} THEN {_literal(step[part])}"
+        for (tier, status), step in DECAY_STEPS.items()
+    )
+    return f"CASE {whens} ELSE {otherwise} END"
+
+
 # The silence an entry is allowed: "domain.dimension", then "domain", then "dimension", then the default.
 _PERIOD = """make_interval(days => COALESCE(
     (CAST(:periods AS jsonb) ->> (e.domain_key || '.' || e.dimension))::int,
     (CAST(:periods AS jsonb) ->> e.domain_key)::int,
     (CAST(:periods AS jsonb) ->> e.dimension)::int,
     CAST(:default_days AS int)))"""
-_STALE = f"""e.status IN ('active', 'weakened')
+_STALE = f"""e.status IN ({", ".join(_literal(s) for s in DECAYING_STATUSES)})
     AND GREATEST(COALESCE(e.last_supported_at, e.first_evidence_at), COALESCE(e.decayed_at, '-infinity'))
         <= CAST(:now AS timestamptz) - {_PERIOD}"""
 
@@ -100,13 +118,11 @@ WITH picked AS (
     WHERE {_STALE} AND {_TENANT.format(t="e")} AND e.id > CAST(:after AS uuid)
     ORDER BY e.id LIMIT :batch FOR UPDATE SKIP LOCKED
 ), moved AS (
-    -- one level down: long_term/active → weakened → candidate → expired (current entries just expire)
+    -- one level down, as scoring.profile.decay_step and decayed_score
     SELECT id, tier AS old_tier, status AS old_status,
-           CASE WHEN status = 'weakened' AND tier = 'long_term' THEN 'candidate' ELSE tier END AS new_tier,
-           CASE WHEN status = 'active' AND tier = 'long_term' THEN 'weakened'
-                WHEN status = 'weakened' AND tier = 'long_term' THEN 'active'
-                ELSE 'expired' END AS new_status,
-           round((score * CAST(:factor AS float8))::numeric, 2)::float AS new_score
+           {_decay_case(0, "tier")} AS new_tier,
+           {_decay_case(1, _literal(DECAY_END_STATUS))} AS new_status,
+           round((score * CAST(:factor AS float8))::numeric, {SCORE_DECIMALS})::float AS new_score
     FROM picked
 ), changed AS (
     UPDATE profile_entry p SET tier = m.new_tier, status = m.new_status, score = m.new_score,

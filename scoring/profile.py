@@ -7,11 +7,11 @@ Statuses: ``active``, ``weakened`` (contrary evidence or long silence), ``expire
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from scoring.fourc import Evidence, FourCScore
+from scoring.fourc import SCORE_DECIMALS, Evidence, FourCScore
 
 TIER_ORDER = {"long_term": 0, "candidate": 1, "current": 2}
 
@@ -73,6 +73,31 @@ def replay(evidence: Sequence[Evidence], *, candidate_min_sessions: int = 2) -> 
         elif ev.explicit or ev.confirmation:
             confirmed = False  # a denial withdraws an earlier confirmation
     return Replayed(state.tier, state.status, explicit, confirmed, session, last_supported)
+
+
+# Decay (docs/design.md §3.5): an entry silent for its decay period goes one step down. Only these statuses
+# decay; a step not listed in DECAY_STEPS ends the entry (its tier kept, its status DECAY_END_STATUS).
+DECAYING_STATUSES = ("active", "weakened")
+DECAY_STEPS: Mapping[tuple[str, str], tuple[str, str]] = {
+    ("long_term", "active"): ("long_term", "weakened"),
+    ("long_term", "weakened"): ("candidate", "active"),
+}
+DECAY_END_STATUS = "expired"
+
+
+def decay_step(state: EntryState) -> EntryState:
+    """One silent period's step down: long-term active → long-term weakened → candidate → expired; any other
+    active or weakened entry (a candidate, a current one) expires. Other statuses do not decay. The decay
+    job applies this table in SQL (jobs/repository.py)."""
+    if state.status not in DECAYING_STATUSES:
+        return state
+    tier, status = DECAY_STEPS.get((state.tier, state.status), (state.tier, DECAY_END_STATUS))
+    return EntryState(tier, status)
+
+
+def decayed_score(score: float, *, factor: float) -> float:
+    """A decay step multiplies the score by ``factor`` (CTXMEM_DECAY_SCORE_FACTOR, 0.5), rounded as 4C parts are."""
+    return round(score * factor, SCORE_DECIMALS)
 
 
 def with_job_changes(replayed: Replayed, stored: EntryState, *, decayed_at: datetime | None) -> EntryState:

@@ -12,6 +12,7 @@ from sqlalchemy import text
 
 from jobs.runner import run_job
 from scoring.fourc import Evidence, FourCWeights, promotable, score_4c
+from scoring.profile import DECAYING_STATUSES, TIER_ORDER, EntryState, decay_step, decayed_score
 from service.clock import FixedClock
 from service.db.engine import Database
 from service.settings import FourCSettings, Settings
@@ -99,6 +100,35 @@ async def test_decay_after_90_silent_days_not_89(
     await run("decay", db, settings, tenant, T0 + timedelta(days=270))
     assert (await entry(client, tenant, e["id"]))["status"] == "expired"
     assert (await run("decay", db, settings, tenant, T0 + timedelta(days=999))).rows == {"entries_decayed": 0}
+
+
+@pytest.mark.parametrize("factor", [0.5, 0.37])
+async def test_sql_decay_matches_the_python_step(
+    client: httpx.AsyncClient, tenant: TenantKeys, db: Database, settings: Settings, factor: float
+) -> None:
+    """The decay job moves entries in SQL; every (tier, status) must land where scoring.profile.decay_step
+    and decayed_score put it (statuses that do not decay stay as they are)."""
+    states = [(tier, status) for tier in TIER_ORDER for status in ("active", "weakened", "expired", "rejected")]
+    ids = {}
+    for n, state in enumerate(states):
+        (e,) = await add(client, tenant, [obs("s1", 0, key=f"k{n}")], user="decay-parity")
+        ids[state] = e["id"]
+    async with db.engine.begin() as conn:
+        for (tier, status), entry_id in ids.items():
+            await conn.execute(
+                text("UPDATE profile_entry SET tier = :t, status = :s, score = 47.35 WHERE id = :i"),
+                {"t": tier, "s": status, "i": entry_id},
+            )
+    custom = settings.model_copy(update={"decay_score_factor": factor})
+    result = await run("decay", db, custom, tenant, T0 + timedelta(days=custom.decay_days))
+    decaying = [state for state in states if state[1] in DECAYING_STATUSES]
+    assert result.rows == {"entries_decayed": len(decaying)} and len(decaying) == 6
+    for state, entry_id in ids.items():
+        got = await entry(client, tenant, entry_id, user="decay-parity")
+        step = decay_step(EntryState(*state))
+        assert (got["tier"], got["status"]) == (step.tier, step.status), state
+        moved = state in decaying
+        assert got["score"] == (decayed_score(47.35, factor=factor) if moved else 47.35), state
 
 
 async def test_only_the_stale_domain_decays(

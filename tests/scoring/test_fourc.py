@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from scoring.fourc import Evidence, FourCScore, FourCWeights, promotable, score_4c
-from scoring.profile import EntryState, transition
+from scoring.profile import EntryState, decay_step, decayed_score, transition
 
 T0 = datetime(2026, 6, 1, tzinfo=UTC)
 NOW = datetime(2026, 12, 1, tzinfo=UTC)
@@ -166,3 +166,19 @@ def test_transitions(state: tuple[str, str], obs: Evidence, expected: tuple[str,
     t = transition(EntryState(*state), obs, one_session)
     assert (t.tier, t.status, t.rule) == expected
     assert t.reason
+
+
+def test_decay_walks_one_step_per_silent_period_down_to_expired() -> None:
+    chain = [EntryState("long_term", "active")]
+    while chain[-1].status != "expired":
+        chain.append(decay_step(chain[-1]))
+    assert [(s.tier, s.status) for s in chain] == [
+        ("long_term", "active"),
+        ("long_term", "weakened"),
+        ("candidate", "active"),
+        ("candidate", "expired"),
+    ]
+    assert decay_step(EntryState("current", "weakened")) == EntryState("current", "expired")
+    for still in ("expired", "rejected"):
+        assert decay_step(EntryState("long_term", still)) == EntryState("long_term", still)
+    assert decayed_score(80.0, factor=0.5) == 40.0 and decayed_score(47.35, factor=0.37) == 17.52
