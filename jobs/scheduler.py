@@ -17,7 +17,7 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 
-from jobs.runner import run_job
+from jobs.runner import JobResult, run_job
 from service.clock import Clock
 from service.db.engine import Database
 from service.settings import Settings
@@ -43,18 +43,19 @@ def trigger_of(spec: str) -> IntervalTrigger | CronTrigger:
     return CronTrigger.from_crontab(arg, timezone=UTC)
 
 
-async def fire(name: str, spec: str, db: Database, settings: Settings) -> None:
-    clock = Clock()
+async def fire(name: str, spec: str, *, db: Database, settings: Settings, clock: Clock) -> JobResult:
+    """One firing: the run of ``name`` for the tick ``clock`` is in, unless another replica took that tick."""
     tick = tick_of(spec, clock.now())
     result = await run_job(name, db=db, settings=settings, clock=clock, trigger="scheduler", tick=tick)
     if result.status == "skipped":
         log.info("%s tick %s skipped: %s", name, tick.isoformat(), result.reason)
     else:
         log.info("%s tick %s %s: %s %s", name, tick.isoformat(), result.status, result.rows, result.error or "")
+    return result
 
 
-async def run_scheduler(db: Database, settings: Settings, *, stop: asyncio.Event | None = None) -> None:
-    stop = stop or asyncio.Event()
+def build_scheduler(db: Database, settings: Settings, *, clock: Clock) -> AsyncIOScheduler:
+    """An APScheduler with one job per schedule that is not ``off``, not started."""
     scheduler = AsyncIOScheduler(timezone=UTC)
     for name, spec in sorted(settings.job_schedules.items()):
         if spec == "off":
@@ -62,13 +63,22 @@ async def run_scheduler(db: Database, settings: Settings, *, stop: asyncio.Event
         scheduler.add_job(
             fire,
             trigger_of(spec),
-            args=(name, spec, db, settings),
+            args=(name, spec),
+            kwargs={"db": db, "settings": settings, "clock": clock},
             id=name,
             max_instances=1,
             coalesce=True,
             misfire_grace_time=60,
         )
         log.info("scheduled %s: %s", name, spec)
+    return scheduler
+
+
+async def run_scheduler(
+    db: Database, settings: Settings, *, clock: Clock | None = None, stop: asyncio.Event | None = None
+) -> None:
+    stop = stop or asyncio.Event()
+    scheduler = build_scheduler(db, settings, clock=clock or Clock())
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
