@@ -148,7 +148,7 @@ SELECT (SELECT count(*) FROM changed) AS changed, (SELECT count(*) FROM picked) 
 COUNT_DECAY = f"SELECT count(*) FROM profile_entry e WHERE {_STALE} AND {_TENANT.format(t='e')}"
 
 
-def decay_params(overrides: Mapping[str, int], default_days: int, factor: float) -> dict[str, Any]:
+def decay_params(*, overrides: Mapping[str, int], default_days: int, factor: float) -> dict[str, Any]:
     return {"periods": json.dumps(dict(overrides)), "default_days": default_days, "factor": factor}
 
 

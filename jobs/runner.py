@@ -114,7 +114,11 @@ async def job_expire(ctx: JobContext) -> dict[str, int]:
 async def job_decay(ctx: JobContext) -> dict[str, int]:
     """Entries silent for their decay period go one level down; only the stale domain decays."""
     s = ctx.settings
-    p = ctx.params(**repository.decay_params(s.decay_days_overrides, s.decay_days, s.decay_score_factor))
+    p = ctx.params(
+        **repository.decay_params(
+            overrides=s.decay_days_overrides, default_days=s.decay_days, factor=s.decay_score_factor
+        )
+    )
     total = await _count(ctx, repository.COUNT_DECAY, p)
     return {"entries_decayed": await _batches(ctx, "entries_decayed", repository.DECAY, p, total)}
 
