@@ -16,10 +16,10 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from scoring.fourc import SCORE_DECIMALS, SECONDS_PER_DAY, FourCWeights
 from scoring.profile import DECAY_END_STATUS, DECAY_STEPS, DECAYING_STATUSES
+from service.db.models import active_sql
 
 # "Everything" when the run is global (scheduler, CLI); one tenant when an admin runs it over the API.
 _TENANT = "(CAST(:tenant AS text) IS NULL OR {t}.tenant_id = CAST(:tenant AS text))"
-_ACTIVE_ITEM = "status IN ('available', 'verified', 'missing')"
 
 _EVENT_COLUMNS = (
     "id, tenant_id, user_id, actor, actor_role, action, entity_type, entity_id, reason, rule, before, after,"
@@ -36,7 +36,7 @@ async def _scalar(session: AsyncSession, sql: str, params: Mapping[str, Any]) ->
 EXPIRE_ITEMS = f"""
 WITH picked AS (
     SELECT i.id, i.status FROM context_item i
-    WHERE i.{_ACTIVE_ITEM} AND i.expires_at <= :now AND {_TENANT.format(t="i")} AND i.id > CAST(:after AS uuid)
+    WHERE {active_sql("i")} AND i.expires_at <= :now AND {_TENANT.format(t="i")} AND i.id > CAST(:after AS uuid)
     ORDER BY i.id LIMIT :batch FOR UPDATE SKIP LOCKED
 ), changed AS (
     UPDATE context_item c SET status = 'expired', status_reason = 'expired: past expires_at', updated_at = :now
@@ -77,7 +77,8 @@ SELECT (SELECT count(*) FROM changed) AS changed, (SELECT count(*) FROM picked) 
 """
 
 COUNT_EXPIRE = f"""
-SELECT (SELECT count(*) FROM context_item i WHERE i.{_ACTIVE_ITEM} AND i.expires_at <= :now AND {_TENANT.format(t="i")})
+SELECT (SELECT count(*) FROM context_item i
+        WHERE {active_sql("i")} AND i.expires_at <= :now AND {_TENANT.format(t="i")})
      + (SELECT count(*) FROM profile_entry e WHERE e.status <> 'expired' AND e.expires_at <= :now
         AND {_TENANT.format(t="e")})
 """
