@@ -7,6 +7,7 @@ generated columns are left to the database.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Sequence
 from typing import Any
@@ -17,6 +18,8 @@ from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from service.db.engine import driver_connection
+
+_CLOSE_WAITS = 20  # x 10 ms: how long a failed COPY waits to see whether its connection is closing
 
 
 def _dumps(value: Any) -> str:
@@ -39,8 +42,12 @@ async def copy_rows(session: AsyncSession, table: Table, rows: Sequence[dict[str
     try:
         await driver.copy_records_to_table(table.name, records=records, columns=columns)
     except (asyncpg.InternalClientError, asyncpg.InterfaceError) as exc:
-        # A connection lost in the middle of a COPY surfaces as asyncpg's own state error ("cannot switch to
-        # state 21; another operation is in progress"): say what happened, so that it is an outage (503).
-        if driver.is_closed():
-            raise asyncpg.ConnectionDoesNotExistError("connection was closed in the middle of COPY") from exc
+        # When the server dies, its last error can reach the connection just before the socket closes, and
+        # a COPY started in between fails with asyncpg's own state error ("cannot switch to state 21;
+        # another operation is in progress"). If the connection closes right after, that was an outage
+        # (503); otherwise it is a bug and stays one.
+        for _ in range(_CLOSE_WAITS):
+            if driver.is_closed():
+                raise asyncpg.ConnectionDoesNotExistError("connection was closed in the middle of COPY") from exc
+            await asyncio.sleep(0.01)
         raise

@@ -144,4 +144,11 @@ async def test_kill_postgres_under_write_load_loses_no_acknowledged_write(
     # Every stored item is one acknowledged write: no duplicate from a retried key, nothing unacknowledged.
     assert len(stored) == len(load.acked)
     assert Counter(stored.values()).most_common(1)[0][1] == 1
-    assert load.unexpected == [], load.unexpected[:5]
+    assert load.unexpected == [], f"{load.unexpected[:5]}\nserver log:\n{unhandled(live)}"
+
+
+def unhandled(live: LiveServer) -> str:
+    """The server log's tracebacks of unhandled errors (what a 500 was)."""
+    text = live.log_path.read_text(errors="replace")
+    start = text.find("unhandled error")
+    return text[start : start + 6000] if start >= 0 else live.log_tail()
