@@ -25,9 +25,9 @@ from service.clock import Clock
 from service.db.engine import Database, session_scope
 from service.ids import uuid7
 from service.settings import Settings
-from service.vectors.outbox import lag as outbox_lag
-from service.vectors.outbox import revive_dead
 from service.vectors.recall import VectorRecall, build_recall, outbox_worker
+from service.vectors.repository import lag as outbox_lag
+from service.vectors.repository import revive_dead
 
 Progress = Callable[[str, int, int], None]  # (kind, rows changed so far in this kind, estimated total)
 

@@ -9,7 +9,7 @@ from fastapi.responses import JSONResponse
 from sqlalchemy import text
 
 from service.db.engine import Database, session_scope
-from service.vectors.outbox import lag
+from service.vectors.repository import lag
 
 router = APIRouter(tags=["health"])
 

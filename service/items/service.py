@@ -30,7 +30,7 @@ from service.items.resolution import resolve_rows
 from service.pagination import decode_cursor, encode_cursor
 from service.settings import Settings
 from service.tokenizer import Tokenizer
-from service.vectors.outbox import enqueue_sync
+from service.vectors.repository import enqueue_sync
 
 # A client clock may run a little ahead; beyond this an observed_at in the future would win every
 # recency tie-break forever, so it is refused.

@@ -20,7 +20,7 @@ from service.db.models import ContextItem, Event, Observation, ProfileEntry
 from service.errors import UserNotFound
 from service.events import record_event
 from service.users import repository
-from service.vectors.outbox import enqueue_user_delete
+from service.vectors.repository import enqueue_user_delete
 
 # Export sections: (name, table model, row → response model). Later stores add theirs here.
 EXPORT_SECTIONS: list[tuple[str, Any, Callable[[Any], BaseModel]]] = [

@@ -9,7 +9,8 @@ from prometheus_client import CollectorRegistry, Gauge
 from service.db.engine import Database
 from service.settings import Settings
 from service.vectors.base import Embedder, VectorIndex
-from service.vectors.outbox import Lag, OutboxWorker
+from service.vectors.repository import Lag
+from service.vectors.worker import OutboxWorker
 
 
 class OutboxGauges:

@@ -1,5 +1,5 @@
-"""The vector outbox: changes to index, written in the same transaction as the change (so an index
-outage loses nothing), and the worker that applies them in order, idempotently, with retry and backoff."""
+"""The vector outbox worker: applies the outbox's changes (service/vectors/repository.py) to the vector
+index and the lexical index, in order, idempotently, in batches, with retry and backoff."""
 
 from __future__ import annotations
 
@@ -7,104 +7,19 @@ import asyncio
 import contextlib
 import logging
 import time
-import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
-from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from service.db.engine import Database, session_scope
-from service.db.locks import user_lock_sql
 from service.db.models import ACTIVE_STATUSES
 from service.outage import Outage, is_outage
+from service.vectors import repository
 from service.vectors.base import Embedder, VectorIndex, VectorPoint
+from service.vectors.repository import Lag
 
 log = logging.getLogger("ctxmem.vectors")
-
-
-async def enqueue_sync(
-    session: AsyncSession, tenant_id: str, user_id: str, item_ids: Sequence[uuid.UUID], now: datetime
-) -> None:
-    """Ask the worker to make these items' points match their rows (upsert if active, else delete)."""
-    if not item_ids:
-        return
-    await session.execute(
-        text(
-            "INSERT INTO vector_outbox (tenant_id, user_id, item_id, op, created_at, next_attempt_at) "
-            "SELECT :t, :u, i, 'sync', :now, :now FROM unnest(CAST(:ids AS uuid[])) WITH ORDINALITY AS x(i, n) "
-            "ORDER BY n"
-        ),
-        {"t": tenant_id, "u": user_id, "ids": list(item_ids), "now": now},
-    )
-
-
-async def enqueue_user_delete(session: AsyncSession, tenant_id: str, user_id: str, now: datetime) -> None:
-    """Erasure: drop the user's pending changes and remove all their points."""
-    await session.execute(
-        text("DELETE FROM vector_outbox WHERE tenant_id = :t AND user_id = :u"), {"t": tenant_id, "u": user_id}
-    )
-    await session.execute(
-        text(
-            "INSERT INTO vector_outbox (tenant_id, user_id, item_id, op, created_at, next_attempt_at) "
-            "VALUES (:t, :u, NULL, 'delete_user', :now, :now)"
-        ),
-        {"t": tenant_id, "u": user_id, "now": now},
-    )
-
-
-@dataclass(frozen=True)
-class Lag:
-    pending: int
-    oldest_seconds: float
-    dead: int = 0  # changes set aside (not counted in pending or oldest_seconds)
-
-
-async def lag(session: AsyncSession) -> Lag:
-    row = (
-        await session.execute(
-            text(
-                "SELECT count(*) FILTER (WHERE dead_at IS NULL) AS pending, "
-                "count(*) FILTER (WHERE dead_at IS NOT NULL) AS dead, "
-                "COALESCE(EXTRACT(EPOCH FROM now() - min(created_at) FILTER (WHERE dead_at IS NULL)), 0) AS oldest "
-                "FROM vector_outbox"
-            )
-        )
-    ).one()
-    return Lag(int(row.pending), max(0.0, float(row.oldest)), int(row.dead))
-
-
-async def revive_dead(session: AsyncSession) -> int:
-    """Give the changes set aside another chance (the reindex job, after a fix)."""
-    result = await session.execute(
-        text("UPDATE vector_outbox SET dead_at = NULL, attempts = 0, next_attempt_at = now() WHERE dead_at IS NOT NULL")
-    )
-    return int(result.rowcount or 0)  # type: ignore[attr-defined]
-
-
-# The lexical index (item_search) of the items a batch touches: the active ones (re)indexed, the others
-# removed. Set-based: one statement each per batch.
-_SEARCH_UPSERT = text(
-    "INSERT INTO item_search (item_id, tenant_id, user_id, tsv) "
-    "SELECT id, tenant_id, user_id, ctxmem_tsv(content) FROM context_item "
-    "WHERE id = ANY(:ids) AND status = ANY(:active) "
-    "ON CONFLICT (item_id) DO UPDATE SET tsv = EXCLUDED.tsv"
-)
-_SEARCH_DELETE = text(
-    "DELETE FROM item_search s WHERE s.item_id = ANY(:ids) AND NOT EXISTS "
-    "(SELECT 1 FROM context_item c WHERE c.id = s.item_id AND c.status = ANY(:active))"
-)
-
-
-# The users of a claimed batch that are being erased: their user lock is held exclusively
-# (service/db/locks.py). Tried without waiting, so the worker never waits for an erasure; the erasure
-# waits for this batch (which holds the others shared) and deletes the skipped rows itself.
-_ERASING = text(
-    "SELECT t, u FROM unnest(CAST(:ts AS text[]), CAST(:us AS text[])) AS x(t, u) "
-    f"WHERE NOT {user_lock_sql('pg_try_advisory_xact_lock_shared', 't', 'u')}"
-)
 
 
 class OutboxWorker:
@@ -146,16 +61,7 @@ class OutboxWorker:
         retries it). When the probe fails too — the index or the embedder is down — the whole batch waits
         and nothing is set aside."""
         async with session_scope(self.db) as session:
-            rows = (
-                await session.execute(
-                    text(
-                        "SELECT id, tenant_id, user_id, item_id, op, attempts FROM vector_outbox "
-                        "WHERE next_attempt_at <= now() AND dead_at IS NULL ORDER BY id LIMIT :n "
-                        "FOR UPDATE SKIP LOCKED"
-                    ),
-                    {"n": self.batch_size},
-                )
-            ).all()
+            rows = await repository.claim_due(session, limit=self.batch_size)
             if rows:
                 rows = await self._without_erasing(session, rows)
             if not rows:
@@ -179,7 +85,7 @@ class OutboxWorker:
                             failed[r.id] = one
             done = [r.id for r in rows if r.id not in failed]
             if done:
-                await session.execute(text("DELETE FROM vector_outbox WHERE id = ANY(:ids)"), {"ids": done})
+                await repository.delete_changes(session, done)
                 self.applied += len(done)
             for r in rows:
                 if r.id in failed:
@@ -189,11 +95,8 @@ class OutboxWorker:
             return len(done) if done else -1
 
     async def _without_erasing(self, session: AsyncSession, rows: Sequence[Any]) -> list[Any]:
-        users = list(dict.fromkeys((r.tenant_id, r.user_id) for r in rows))
-        erasing = set(
-            (t, u)
-            for t, u in await session.execute(_ERASING, {"ts": [t for t, _ in users], "us": [u for _, u in users]})
-        )
+        """The rows of users not being erased, whose user locks are now held shared for this batch."""
+        erasing = await repository.lock_users_shared(session, ((r.tenant_id, r.user_id) for r in rows))
         return [r for r in rows if (r.tenant_id, r.user_id) not in erasing]
 
     async def maintain(self) -> None:
@@ -216,14 +119,7 @@ class OutboxWorker:
         else:
             log.warning("vector outbox change %d failed (attempt %d, retry in %.1fs): %s", row.id, attempts, delay,
                         error)  # fmt: skip
-        await session.execute(
-            text(
-                "UPDATE vector_outbox SET attempts = :a, last_error = :e, "
-                "next_attempt_at = now() + make_interval(secs => :d), dead_at = CASE WHEN :dead THEN now() END "
-                "WHERE id = :id"
-            ),
-            {"a": attempts, "e": error, "d": delay, "dead": dead, "id": row.id},
-        )
+        await repository.reschedule(session, change_id=row.id, attempts=attempts, error=error, delay=delay, dead=dead)
 
     async def _healthy(self) -> bool:
         """Whether the embedder and the index answer at all (a failure is then the change's own)."""
@@ -241,14 +137,8 @@ class OutboxWorker:
         removed."""
         for r in rows:
             if r.op == "delete_user":
-                await session.execute(
-                    text("DELETE FROM item_search WHERE tenant_id = :t AND user_id = :u"),
-                    {"t": r.tenant_id, "u": r.user_id},
-                )
-        item_ids = list(dict.fromkeys(r.item_id for r in rows if r.op == "sync"))
-        if item_ids:
-            await session.execute(_SEARCH_UPSERT, {"ids": item_ids, "active": list(ACTIVE_STATUSES)})
-            await session.execute(_SEARCH_DELETE, {"ids": item_ids, "active": list(ACTIVE_STATUSES)})
+                await repository.erase_search(session, r.tenant_id, r.user_id)
+        await repository.sync_search(session, list(dict.fromkeys(r.item_id for r in rows if r.op == "sync")))
 
     async def _apply_index(self, session: AsyncSession, rows: Sequence[Any]) -> None:
         """The vector index for these changes. Erasures first: a sync listed before an erasure finds its row
@@ -262,15 +152,7 @@ class OutboxWorker:
         item_ids = list(dict.fromkeys(r.item_id for r in rows if r.op == "sync"))
         if not item_ids:
             return
-        items = (
-            await session.execute(
-                text(
-                    "SELECT id, tenant_id, user_id, type, status, domain, content, embedding FROM context_item "
-                    "WHERE id = ANY(:ids)"
-                ),
-                {"ids": item_ids},
-            )
-        ).all()
+        items = await repository.items_to_index(session, item_ids)
         live = [i for i in items if i.status in ACTIVE_STATUSES]
         gone = set(item_ids) - {i.id for i in live}
         missing = [i for i in live if i.embedding is None]
@@ -320,7 +202,7 @@ class OutboxWorker:
                 last_report = time.monotonic()
                 with contextlib.suppress(Exception):
                     async with session_scope(self.db) as session:
-                        on_lag(await lag(session))
+                        on_lag(await repository.lag(session))
             try:
                 n = await self.drain_once()
                 self.outage.recovered()

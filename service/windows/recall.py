@@ -20,8 +20,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from scoring.relevance import convex, in_context, normalised, rrf
 from service.db.models import ACTIVE_STATUSES
 from service.settings import Settings
-from service.vectors.outbox import lag
 from service.vectors.recall import VectorRecall
+from service.vectors.repository import lag
 from service.windows import repository
 
 

@@ -15,9 +15,9 @@ from service.clock import Clock
 from service.db.engine import Database, session_scope
 from service.settings import Settings
 from service.vectors.embedders import build_embedder
-from service.vectors.outbox import OutboxWorker
 from service.vectors.qdrant_edge import QdrantEdgeIndex
 from service.vectors.recall import VectorRecall
+from service.vectors.worker import OutboxWorker
 from service.windows.recall import relevance
 from tests.conftest import TenantKeys
 

@@ -15,9 +15,10 @@ from service.clock import Clock
 from service.db.engine import Database, session_scope
 from service.settings import Settings
 from service.vectors.embedders import EmbeddingError, HashingEmbedder
-from service.vectors.outbox import OutboxWorker, lag, revive_dead
 from service.vectors.qdrant_edge import BuildParams, QdrantEdgeIndex
 from service.vectors.recall import VectorRecall
+from service.vectors.repository import lag, revive_dead
+from service.vectors.worker import OutboxWorker
 from service.windows.recall import lexical_ranking
 from tests.conftest import TenantKeys
 

@@ -18,9 +18,9 @@ from service.app import create_app
 from service.db.engine import Database, session_scope
 from service.settings import Settings
 from service.vectors.embedders import HashingEmbedder
-from service.vectors.outbox import OutboxWorker
 from service.vectors.qdrant_edge import QdrantEdgeIndex
 from service.vectors.recall import VectorRecall
+from service.vectors.worker import OutboxWorker
 from service.windows.recall import lexical_ranking
 from tests.conftest import TenantKeys
 
