@@ -162,7 +162,7 @@ def cmd_keys_revoke(args: argparse.Namespace) -> int:
     from service.auth import repository
     from service.clock import Clock
     from service.db.engine import session_scope
-    from service.events import record_event
+    from service.events import Operator, event, record_events
 
     settings = _settings(args)
     try:
@@ -178,16 +178,10 @@ def cmd_keys_revoke(args: argparse.Namespace) -> int:
             if key is None:
                 print(f"error: no key {key_id} in tenant {args.tenant!r}", file=sys.stderr)
                 return 1
-            await record_event(
+            by = Operator(tenant_id=args.tenant, actor="cli")
+            await record_events(
                 session,
-                tenant_id=args.tenant,
-                user_id=None,
-                actor="cli",
-                actor_role="admin",
-                action="key.revoked",
-                entity_type="api_key",
-                entity_id=str(key_id),
-                now=now,
+                [event(by, user_id=None, action="key.revoked", entity_type="api_key", entity_id=key_id, now=now)],
             )
         print(f"revoked {key_id}")
         return 0

@@ -15,7 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from service.auth import repository
 from service.db.models import ApiKey
 from service.errors import Forbidden, Unauthorized, ValidationFailed
-from service.events import record_event
+from service.events import Operator, event, record_events
 from service.ids import uuid7
 
 KEY_PREFIX = "cmk_"
@@ -104,30 +104,24 @@ async def create_key(
         revoked_at=None,
     )
     await repository.insert_key(session, key)
-    if created:
-        await record_event(
-            session,
-            tenant_id=tenant_id,
+    by = Operator(tenant_id=tenant_id, actor=actor)
+    events = (
+        [event(by, user_id=None, action="tenant.created", entity_type="tenant", entity_id=tenant_id, now=now)]
+        if created
+        else []
+    )
+    events.append(
+        event(
+            by,
             user_id=None,
-            actor=actor,
-            actor_role="admin",
-            action="tenant.created",
-            entity_type="tenant",
-            entity_id=tenant_id,
+            action="key.created",
+            entity_type="api_key",
+            entity_id=key.id,
+            after={"role": role, "prefix": key.prefix, "name": name},
             now=now,
         )
-    await record_event(
-        session,
-        tenant_id=tenant_id,
-        user_id=None,
-        actor=actor,
-        actor_role="admin",
-        action="key.created",
-        entity_type="api_key",
-        entity_id=str(key.id),
-        after={"role": role, "prefix": key.prefix, "name": name},
-        now=now,
     )
+    await record_events(session, events)
     return IssuedKey(id=key.id, tenant_id=tenant_id, role=role, secret=secret, created_at=now)
 
 

@@ -20,6 +20,7 @@ from scoring.scopes import SCOPE_ORDER, ScopeContext, Scoped, applies
 from service.auth.service import Permission, Principal
 from service.db.models import ACTIVE_STATUSES
 from service.errors import Conflict, ValidationFailed
+from service.events import event
 from service.items import repository
 
 Slot = tuple[str, str, str]  # key, scope, scope_ref
@@ -122,7 +123,18 @@ async def resolve_rows(
         if row["expires_at"] is not None and row["expires_at"] <= now and slot_of(row) in slots:
             # Past its lifetime but not yet swept by the expire job: it no longer holds the slot.
             plan.update(row["id"], status="expired", status_reason="expired", updated_at=now)
-            plan.events.append(_event(principal, user_id, "item.expired", row["id"], "expiry", "past expires_at", now))
+            plan.events.append(
+                event(
+                    principal,
+                    user_id=user_id,
+                    action="item.expired",
+                    entity_type="context_item",
+                    entity_id=row["id"],
+                    rule="expiry",
+                    reason="past expires_at",
+                    now=now,
+                )
+            )
             continue
         current[slot_of(row)] = _Current(row, existing=True)
         by_key.setdefault(row["key"], []).append(row)
@@ -185,14 +197,15 @@ async def resolve_rows(
             if cur.existing:
                 plan.update(cur.row["id"], updated_at=now, **after)
             plan.events.append(
-                _event(
+                event(
                     principal,
-                    user_id,
-                    "item.reinforced",
-                    cur.row["id"],
-                    "reinforcement",
-                    f"reinforced by {row['id']}",
-                    now,
+                    user_id=user_id,
+                    action="item.reinforced",
+                    entity_type="context_item",
+                    entity_id=cur.row["id"],
+                    rule="reinforcement",
+                    reason=f"reinforced by {row['id']}",
+                    now=now,
                     before=before,
                     after=after,
                 )
@@ -206,14 +219,15 @@ async def resolve_rows(
             if overridden:
                 res["overrides"] = overridden
                 plan.events.append(
-                    _event(
+                    event(
                         principal,
-                        user_id,
-                        "item.scope_override",
-                        row["id"],
-                        "scope-override",
-                        f"overrides broader-scope items inside {row['scope']} {row['scope_ref']}",
-                        now,
+                        user_id=user_id,
+                        action="item.scope_override",
+                        entity_type="context_item",
+                        entity_id=row["id"],
+                        rule="scope-override",
+                        reason=f"overrides broader-scope items inside {row['scope']} {row['scope_ref']}",
+                        now=now,
                         after={"overrides": [str(o) for o in overridden]},
                     )
                 )
@@ -278,43 +292,16 @@ def _retire_existing(
         updated_at=now,
     )
     plan.events.append(
-        _event(
+        event(
             principal,
-            user_id,
-            "item.superseded",
-            row["id"],
-            rule,
-            reason,
-            now,
+            user_id=user_id,
+            action="item.superseded",
+            entity_type="context_item",
+            entity_id=row["id"],
+            rule=rule,
+            reason=reason,
+            now=now,
             before={"status": row["status"]},
             after={"status": "superseded", "superseded_by": str(winner_id)},
         )
     )
-
-
-def _event(
-    principal: Principal,
-    user_id: str,
-    action: str,
-    entity_id: uuid.UUID,
-    rule: str,
-    reason: str,
-    now: datetime,
-    *,
-    before: Any = None,
-    after: Any = None,
-) -> dict[str, Any]:
-    return {
-        "tenant_id": principal.tenant_id,
-        "user_id": user_id,
-        "actor": principal.actor,
-        "actor_role": principal.role,
-        "action": action,
-        "entity_type": "context_item",
-        "entity_id": str(entity_id),
-        "reason": reason,
-        "rule": rule,
-        "before": before,
-        "after": after,
-        "created_at": now,
-    }

@@ -23,7 +23,7 @@ from service.errors import (
     PayloadTooLarge,
     ValidationFailed,
 )
-from service.events import record_events
+from service.events import event, record_events
 from service.ids import uuid7
 from service.items import repository
 from service.items.resolution import resolve_rows
@@ -169,20 +169,18 @@ async def create_items(
     for i, row in enumerate(rows):
         res = plan.resolutions.get(i)
         created.append(
-            {
-                "tenant_id": principal.tenant_id,
-                "user_id": user_id,
-                "actor": principal.actor,
-                "actor_role": principal.role,
-                "action": "item.created",
-                "entity_type": "context_item",
-                "entity_id": str(row["id"]),
+            event(
+                principal,
+                user_id=user_id,
+                action="item.created",
+                entity_type="context_item",
+                entity_id=row["id"],
                 # A keyless write has nothing resolved to explain: its event says how it was written.
-                "reason": res["detail"] if res and _resolved(row) else ("batch write" if batch else "write"),
-                "rule": res["rule"] if res else None,
-                "after": _event_snapshot(row),
-                "created_at": now,
-            }
+                reason=res["detail"] if res and _resolved(row) else ("batch write" if batch else "write"),
+                rule=res["rule"] if res else None,
+                after=_event_snapshot(row),
+                now=now,
+            )
         )
     await record_events(ctx.session, created + plan.events)
     retired = [i for i, u in plan.updates.items() if "status" in u]
@@ -342,19 +340,17 @@ async def delete_item(
     await record_events(
         session,
         [
-            {
-                "tenant_id": principal.tenant_id,
-                "user_id": user_id,
-                "actor": principal.actor,
-                "actor_role": principal.role,
-                "action": "item.deleted",
-                "entity_type": "context_item",
-                "entity_id": str(item_id),
-                "reason": "deleted by request",
-                "before": {"status": before},
-                "after": {"status": "deleted"},
-                "created_at": now,
-            }
+            event(
+                principal,
+                user_id=user_id,
+                action="item.deleted",
+                entity_type="context_item",
+                entity_id=item_id,
+                reason="deleted by request",
+                before={"status": before},
+                after={"status": "deleted"},
+                now=now,
+            )
         ],
     )
     await session.refresh(item)

@@ -27,7 +27,7 @@ from scoring.profile import EntryState, ProfileEntry, effective_profile, replay,
 from service.auth.service import Permission, Principal
 from service.context import RequestContext
 from service.errors import BatchItemInvalid, NotFound, ValidationFailed
-from service.events import record_events
+from service.events import event, record_events
 from service.ids import uuid7
 from service.items import repository as items_repository
 from service.items.service import MAX_CLOCK_SKEW, BatchTooLarge
@@ -58,22 +58,6 @@ def to_evidence(o: Mapping[str, Any]) -> Evidence:
         observed_at=o["observed_at"],
         weight=o["weight"],
     )
-
-
-def _event(
-    ctx: RequestContext, user_id: str, action: str, entity_type: str, entity_id: Any, **extra: Any
-) -> dict[str, Any]:
-    return {
-        "tenant_id": ctx.principal.tenant_id,
-        "user_id": user_id,
-        "actor": ctx.principal.actor,
-        "actor_role": ctx.principal.role,
-        "action": action,
-        "entity_type": entity_type,
-        "entity_id": str(entity_id),
-        "created_at": ctx.now,
-        **extra,
-    }
 
 
 async def add_observations(
@@ -179,7 +163,15 @@ async def add_observations(
 
     w = weights(settings)
     events: list[dict[str, Any]] = [
-        _event(ctx, user_id, "profile.created", "profile_entry", e["id"], after=_state(e))
+        event(
+            ctx.principal,
+            user_id=user_id,
+            action="profile.created",
+            entity_type="profile_entry",
+            entity_id=e["id"],
+            after=_state(e),
+            now=ctx.now,
+        )
         for e in entries.values()
         if e["id"] in created
     ]
@@ -217,12 +209,13 @@ async def add_observations(
             entry["confirmed_at"] = None  # a denial withdraws an earlier confirmation
         if step.rule is not None and _state(entry) != before:
             events.append(
-                _event(
-                    ctx,
-                    user_id,
-                    "profile.changed",
-                    "profile_entry",
-                    entry["id"],
+                event(
+                    ctx.principal,
+                    user_id=user_id,
+                    action="profile.changed",
+                    entity_type="profile_entry",
+                    entity_id=entry["id"],
+                    now=ctx.now,
                     rule=step.rule,
                     reason=step.reason,
                     before=before,
@@ -244,12 +237,13 @@ async def add_observations(
             entry["confirmed_at"] = now
         if _state(entry) != start[eid]:
             events.append(
-                _event(
-                    ctx,
-                    user_id,
-                    "profile.changed",
-                    "profile_entry",
-                    eid,
+                event(
+                    ctx.principal,
+                    user_id=user_id,
+                    action="profile.changed",
+                    entity_type="profile_entry",
+                    entity_id=eid,
+                    now=ctx.now,
                     rule="evidence-order",
                     reason="evidence older than the entry's latest: its state replayed in observed_at order",
                     before=start[eid],
@@ -268,12 +262,13 @@ async def add_observations(
 def _observation_event(
     ctx: RequestContext, user_id: str, row: Mapping[str, Any], entry: Mapping[str, Any], score: float
 ) -> dict[str, Any]:
-    return _event(
-        ctx,
-        user_id,
-        "observation.added",
-        "observation",
-        row["id"],
+    return event(
+        ctx.principal,
+        user_id=user_id,
+        action="observation.added",
+        entity_type="observation",
+        entity_id=row["id"],
+        now=ctx.now,
         reason=row["note"],
         after={
             "entry_id": str(entry["id"]),

@@ -18,7 +18,7 @@ from service.auth.service import Permission, Principal
 from service.db.engine import Database
 from service.db.models import ContextItem, Event, Observation, ProfileEntry
 from service.errors import UserNotFound
-from service.events import record_event
+from service.events import event, record_events
 from service.users import repository
 from service.vectors.repository import enqueue_user_delete
 
@@ -73,17 +73,19 @@ async def erase_user(
     counts = await repository.erase_user(session, principal.tenant_id, user_id, keep_idempotency_key=idempotency_key)
     await enqueue_user_delete(session, principal.tenant_id, user_id, now)
     fingerprint = user_fingerprint(principal.tenant_id, user_id)
-    await record_event(
+    await record_events(
         session,
-        tenant_id=principal.tenant_id,
-        user_id=None,
-        actor=principal.actor,
-        actor_role=principal.role,
-        action="user.erased",
-        entity_type="user",
-        entity_id=fingerprint,
-        reason="erasure requested",
-        after={"rows": counts},
-        now=now,
+        [
+            event(
+                principal,
+                user_id=None,
+                action="user.erased",
+                entity_type="user",
+                entity_id=fingerprint,
+                reason="erasure requested",
+                after={"rows": counts},
+                now=now,
+            )
+        ],
     )
     return EraseResult(erased=True, user_fingerprint=fingerprint, rows=counts, erased_at=now)
