@@ -76,18 +76,18 @@ async def revive_dead(session: AsyncSession) -> int:
     return int(result.rowcount or 0)  # type: ignore[attr-defined]
 
 
-async def claim_due(session: AsyncSession, *, limit: int) -> list[Any]:
-    """The oldest ``limit`` changes due and not set aside, locked for this transaction. Rows
+async def claim_due(session: AsyncSession, *, now: datetime, limit: int) -> list[Any]:
+    """The oldest ``limit`` changes due at ``now`` and not set aside, locked for this transaction. Rows
     another worker holds are skipped (SKIP LOCKED), so several workers share one outbox."""
     return list(
         (
             await session.execute(
                 text(
                     "SELECT id, tenant_id, user_id, item_id, op, attempts FROM vector_outbox "
-                    "WHERE next_attempt_at <= now() AND dead_at IS NULL ORDER BY id LIMIT :n "
+                    "WHERE next_attempt_at <= :now AND dead_at IS NULL ORDER BY id LIMIT :n "
                     "FOR UPDATE SKIP LOCKED"
                 ),
-                {"n": limit},
+                {"now": now, "n": limit},
             )
         ).all()
     )
@@ -116,16 +116,15 @@ async def delete_changes(session: AsyncSession, ids: Sequence[int]) -> None:
 
 
 async def reschedule(
-    session: AsyncSession, *, change_id: int, attempts: int, error: str, delay: float, dead: bool
+    session: AsyncSession, *, change_id: int, attempts: int, error: str, retry_at: datetime, dead_at: datetime | None
 ) -> None:
-    """Record a failed attempt: retried ``delay`` seconds from now, or set aside."""
+    """Record a failed attempt: due again at ``retry_at``, or set aside from ``dead_at`` on."""
     await session.execute(
         text(
-            "UPDATE vector_outbox SET attempts = :a, last_error = :e, "
-            "next_attempt_at = now() + make_interval(secs => :d), dead_at = CASE WHEN :dead THEN now() END "
+            "UPDATE vector_outbox SET attempts = :a, last_error = :e, next_attempt_at = :retry, dead_at = :dead "
             "WHERE id = :id"
         ),
-        {"a": attempts, "e": error, "d": delay, "dead": dead, "id": change_id},
+        {"a": attempts, "e": error, "retry": retry_at, "dead": dead_at, "id": change_id},
     )
 
 

@@ -8,10 +8,12 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable, Sequence
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from service.clock import Clock
 from service.db.engine import Database, session_scope
 from service.db.models import ACTIVE_STATUSES
 from service.outage import Outage, is_outage
@@ -34,6 +36,7 @@ class OutboxWorker:
         batch_size: int,
         max_backoff: float,
         max_attempts: int = 8,
+        clock: Clock | None = None,
     ) -> None:
         """``index`` and ``embedder`` are ``None`` when vector recall is off: the worker then maintains the
         lexical index (``item_search``) alone. A change that fails ``max_attempts`` times on its own
@@ -44,6 +47,9 @@ class OutboxWorker:
         self.batch_size = batch_size
         self.max_backoff = max_backoff
         self.max_attempts = max_attempts
+        # What is due, and when a failed change is due again, is read from this clock (not the database's),
+        # so a test moves time instead of waiting out a backoff.
+        self.clock = clock or Clock()
         self.applied = 0
         self.failures = 0
         self.dead = 0
@@ -61,7 +67,8 @@ class OutboxWorker:
         retries it). When the probe fails too — the index or the embedder is down — the whole batch waits
         and nothing is set aside."""
         async with session_scope(self.db) as session:
-            rows = await repository.claim_due(session, limit=self.batch_size)
+            now = self.clock.now()
+            rows = await repository.claim_due(session, now=now, limit=self.batch_size)
             if rows:
                 rows = await self._without_erasing(session, rows)
             if not rows:
@@ -89,7 +96,7 @@ class OutboxWorker:
                 self.applied += len(done)
             for r in rows:
                 if r.id in failed:
-                    await self._reschedule(session, r, failed[r.id], counts=not outage)
+                    await self._reschedule(session, r, failed[r.id], counts=not outage, now=now)
             if failed:
                 self.failures += 1
             return len(done) if done else -1
@@ -107,7 +114,9 @@ class OutboxWorker:
             with contextlib.suppress(Exception):
                 await self.index.maintain()
 
-    async def _reschedule(self, session: AsyncSession, row: Any, exc: BaseException, *, counts: bool) -> None:
+    async def _reschedule(
+        self, session: AsyncSession, row: Any, exc: BaseException, *, counts: bool, now: datetime
+    ) -> None:
         attempts = row.attempts + 1
         dead = counts and attempts >= self.max_attempts
         delay = min(self.max_backoff, 0.5 * 2**attempts)
@@ -119,7 +128,14 @@ class OutboxWorker:
         else:
             log.warning("vector outbox change %d failed (attempt %d, retry in %.1fs): %s", row.id, attempts, delay,
                         error)  # fmt: skip
-        await repository.reschedule(session, change_id=row.id, attempts=attempts, error=error, delay=delay, dead=dead)
+        await repository.reschedule(
+            session,
+            change_id=row.id,
+            attempts=attempts,
+            error=error,
+            retry_at=now + timedelta(seconds=delay),
+            dead_at=now if dead else None,
+        )
 
     async def _healthy(self) -> bool:
         """Whether the embedder and the index answer at all (a failure is then the change's own)."""

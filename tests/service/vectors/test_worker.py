@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from datetime import timedelta
 from pathlib import Path
 
 import httpx
 import pytest
 from sqlalchemy import text
 
-from service.clock import Clock
+from service.clock import Clock, FixedClock
 from service.db.engine import Database, session_scope
 from service.settings import Settings
 from service.vectors.embedders import EmbeddingError, HashingEmbedder
@@ -69,13 +70,27 @@ async def test_writes_supersede_delete_and_erase_reach_the_index(
     assert await vectors.index.count(tenant_id=tenant.tenant_id, user_id="w2") == 1
 
 
+async def outbox_state(db: Database, tenant_id: str) -> tuple[int, int, str | None]:
+    async with db.engine.connect() as conn:
+        row = (
+            await conn.execute(
+                text("SELECT count(*), max(attempts), max(last_error) FROM vector_outbox WHERE tenant_id = :t"),
+                {"t": tenant_id},
+            )
+        ).one()
+    return int(row[0]), int(row[1] or 0), row[2]
+
+
 async def test_index_outage_loses_nothing(
     client: httpx.AsyncClient, tenant: TenantKeys, db: Database, settings: Settings, tmp_path: Path
 ) -> None:
     index = QdrantEdgeIndex(tmp_path / "vectors", dim=settings.embedding_dim)
     await index.ensure_collection()
 
-    worker = OutboxWorker(db, index, HashingEmbedder(dim=settings.embedding_dim), batch_size=1000, max_backoff=2)
+    clock = FixedClock(Clock().now())
+    worker = OutboxWorker(
+        db, index, HashingEmbedder(dim=settings.embedding_dim), batch_size=1000, max_backoff=2, clock=clock
+    )
     await worker.drain()  # catch up with everything written so far
     await index.close()  # the index goes down
     r = await client.post(
@@ -84,19 +99,17 @@ async def test_index_outage_loses_nothing(
         headers=tenant.agent,
     )  # fmt: skip
     assert r.status_code == 201  # writes still succeed
+    clock.at = Clock().now()  # the worker's clock catches up with the writes
     assert await worker.drain_once() == -1  # the batch fails and is kept, with backoff
-    async with db.engine.connect() as conn:
-        row = (
-            await conn.execute(
-                text("SELECT count(*), max(attempts), max(last_error) FROM vector_outbox WHERE tenant_id = :t"),
-                {"t": tenant.tenant_id},
-            )
-        ).one()
-    assert row[0] == 7 and row[1] == 1 and row[2]
+    count, attempts, error = await outbox_state(db, tenant.tenant_id)
+    assert count == 7 and attempts == 1 and error
     index = QdrantEdgeIndex(tmp_path / "vectors", dim=settings.embedding_dim)  # back up
     await index.ensure_collection()
     worker.index = index
-    await asyncio.sleep(1.1)  # the first retry is due after one second
+    clock.at += timedelta(seconds=0.9)  # the first retry is due after one second (0.5 s * 2**1): not yet
+    await worker.drain()
+    assert (await outbox_state(db, tenant.tenant_id))[:2] == (7, 1)
+    clock.at += timedelta(seconds=0.2)
     await worker.drain()
     assert await pending(db, tenant.tenant_id) == 0
     assert await index.count(tenant_id=tenant.tenant_id, user_id="o") == 7
