@@ -9,7 +9,7 @@ from fastapi import APIRouter, Path, Query
 from jobs import service
 from schemas.jobs import JOB_NAMES, JobName, JobRunPage, JobRunRead, JobRunRequest
 from service.deps import ContextDep, DatabaseDep
-from service.items.endpoints import ERRORS
+from service.errors import ERRORS
 
 _NAMES = f"{', '.join(JOB_NAMES[:-1])} or {JOB_NAMES[-1]}"
 

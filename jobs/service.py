@@ -10,11 +10,7 @@ from service.auth.service import Permission
 from service.clock import FixedClock
 from service.context import RequestContext
 from service.db.engine import Database
-from service.errors import Conflict
-
-
-class JobBusy(Conflict):
-    slug, title = "job-running", "This job is running in another process"
+from service.errors import JobBusy
 
 
 async def run_job(ctx: RequestContext, *, db: Database, name: JobName, now: datetime | None = None) -> JobRunRead:

@@ -18,6 +18,7 @@ from sqlalchemy.exc import TimeoutError as SQLAlchemyTimeoutError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import JSONResponse, Response
 
+from schemas.common import Problem
 from service.methods import allowed_methods
 from service.outage import Outage, is_outage
 from service.validation_messages import explain
@@ -75,12 +76,24 @@ class ItemNotFound(NotFound):
     slug, title = "item-not-found", "No such item"
 
 
+class EntryNotFound(NotFound):
+    slug, title = "entry-not-found", "No such profile entry"
+
+
 class ValidationFailed(ServiceError):
     status, slug, title = 422, "validation-error", "The request is not valid"
 
 
 class BatchItemInvalid(ValidationFailed):
     slug, title = "batch-item-invalid", "An item of the batch is not valid; nothing was written"
+
+
+class HistoryInvalid(ValidationFailed):
+    slug, title = "history-invalid", "The messages are not a well-formed chat history"
+
+
+class BudgetTooSmallError(ServiceError):
+    status, slug, title = 422, "budget-too-small", "The pinned content alone does not fit the budget"
 
 
 class IdempotencyKeyReused(ServiceError):
@@ -99,12 +112,30 @@ class Conflict(ServiceError):
     status, slug, title = 409, "conflict", "The request conflicts with the current state"
 
 
+class CorrectionRefused(Conflict):
+    slug, title = "correction-refused", "This item cannot be retired by this correction"
+
+
+class JobBusy(Conflict):
+    slug, title = "job-running", "This job is running in another process"
+
+
 class PayloadTooLarge(ServiceError):
     status, slug, title = 413, "payload-too-large", "The request body is too large"
 
 
+class BatchTooLarge(PayloadTooLarge):
+    slug, title = "batch-too-large", "Too many items in one batch"
+
+
 class Unavailable(ServiceError):
     status, slug, title = 503, "unavailable", "The service cannot reach its database right now"
+
+
+# Every router declares these responses, so the OpenAPI document shows the problem+json body of each.
+ERRORS: dict[int | str, dict[str, object]] = {
+    code: {"model": Problem, "content": {PROBLEM_JSON: {}}} for code in (401, 403, 404, 409, 413, 422)
+}
 
 
 class ReplayedResponse(Exception):

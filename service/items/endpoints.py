@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Query, Response
 from starlette.convertors import StringConvertor, register_url_convertor
 
-from schemas.common import Domain, Identifier, Problem, SlotKey
+from schemas.common import Domain, Identifier, SlotKey
 from schemas.items import (
     ItemBatchCreate,
     ItemBatchResult,
@@ -30,12 +30,9 @@ from service.deps import (
     SessionDep,
     UserIdPath,
 )
+from service.errors import ERRORS
 from service.items import service
 from service.items.service import ItemQuery
-
-ERRORS: dict[int | str, dict[str, object]] = {
-    code: {"model": Problem, "content": {"application/problem+json": {}}} for code in (401, 403, 404, 409, 413, 422)
-}
 
 router = APIRouter(prefix="/v1/users/{user_id}/items", tags=["items"], responses=ERRORS)
 

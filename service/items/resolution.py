@@ -19,15 +19,11 @@ from scoring.conflicts import Contender, check_correction, normalize_value, rein
 from scoring.scopes import SCOPE_ORDER, ScopeContext, Scoped, applies
 from service.auth.service import Permission, Principal
 from service.db.models import ACTIVE_STATUSES
-from service.errors import Conflict, ValidationFailed
+from service.errors import CorrectionRefused, ValidationFailed
 from service.events import event
 from service.items import repository
 
 Slot = tuple[str, str, str]  # key, scope, scope_ref
-
-
-class CorrectionRefused(Conflict):
-    slug, title = "correction-refused", "This item cannot be retired by this correction"
 
 
 def slot_of(row: Mapping[str, Any]) -> Slot:

@@ -18,9 +18,9 @@ from service.auth.service import Permission, Principal
 from service.context import RequestContext
 from service.errors import (
     BatchItemInvalid,
+    BatchTooLarge,
     Forbidden,
     ItemNotFound,
-    PayloadTooLarge,
     ValidationFailed,
 )
 from service.events import event, record_events
@@ -35,10 +35,6 @@ from service.vectors.repository import enqueue_sync
 # A client clock may run a little ahead; beyond this an observed_at in the future would win every
 # recency tie-break forever, so it is refused.
 MAX_CLOCK_SKEW = timedelta(minutes=5)
-
-
-class BatchTooLarge(PayloadTooLarge):
-    slug, title = "batch-too-large", "Too many items in one batch"
 
 
 def _fail(message: str, index: int | None) -> ValidationFailed:

@@ -18,7 +18,7 @@ from schemas.profiles import (
     Tier,
 )
 from service.deps import ContextDep, EntryIdPath, IdempotencyDep, PrincipalDep, SessionDep, UserIdPath
-from service.items.endpoints import ERRORS
+from service.errors import ERRORS
 from service.profiles import service
 
 router = APIRouter(prefix="/v1/users/{user_id}", tags=["profiles"], responses=ERRORS)

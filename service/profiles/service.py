@@ -26,17 +26,13 @@ from scoring.fourc import Evidence, FourCWeights, score_4c
 from scoring.profile import EntryState, ProfileEntry, effective_profile, replay, transition, with_job_changes
 from service.auth.service import Permission, Principal
 from service.context import RequestContext
-from service.errors import BatchItemInvalid, NotFound, ValidationFailed
+from service.errors import BatchItemInvalid, BatchTooLarge, EntryNotFound, ValidationFailed
 from service.events import event, record_events
 from service.ids import uuid7
 from service.items import repository as items_repository
-from service.items.service import MAX_CLOCK_SKEW, BatchTooLarge
+from service.items.service import MAX_CLOCK_SKEW
 from service.profiles import repository
 from service.settings import Settings
-
-
-class EntryNotFound(NotFound):
-    slug, title = "entry-not-found", "No such profile entry"
 
 
 def weights(settings: Settings) -> FourCWeights:

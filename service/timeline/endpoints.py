@@ -8,7 +8,7 @@ from fastapi import APIRouter, Query
 
 from schemas.users import EventPage
 from service.deps import CursorQuery, LimitQuery, OrderQuery, PrincipalDep, SessionDep, SettingsDep, UserIdPath
-from service.items.endpoints import ERRORS
+from service.errors import ERRORS
 from service.timeline import service
 
 router = APIRouter(prefix="/v1/users/{user_id}", tags=["events"], responses=ERRORS)

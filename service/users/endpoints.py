@@ -7,7 +7,7 @@ from fastapi.responses import StreamingResponse
 
 from schemas.users import EraseResult
 from service.deps import ClockDep, DatabaseDep, IdempotencyDep, PrincipalDep, SessionDep, UserIdPath
-from service.items.endpoints import ERRORS
+from service.errors import ERRORS
 from service.users import service
 
 router = APIRouter(prefix="/v1/users/{user_id}", tags=["users"], responses=ERRORS)

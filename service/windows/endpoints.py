@@ -6,7 +6,7 @@ from fastapi import APIRouter, Response
 
 from schemas.windows import WindowRequest, WindowResponse
 from service.deps import ContextDep, IdempotencyDep, UserIdPath
-from service.items.endpoints import ERRORS
+from service.errors import ERRORS
 from service.windows import service
 
 router = APIRouter(prefix="/v1/users/{user_id}", tags=["window"], responses=ERRORS)

@@ -23,22 +23,13 @@ from scoring.window import Element, assemble_prepared, pinned_element
 from scoring.window_policy import ValueModel
 from service.auth.service import Permission
 from service.context import RequestContext
-from service.errors import ServiceError, ValidationFailed
+from service.errors import BudgetTooSmallError, HistoryInvalid
 from service.items.service import create_items
 from service.settings import Settings
 from service.tokenizer import Tokenizer
 from service.windows import recall, repository
 from service.windows.cache import CACHE
 from service.windows.state import UserState, item_element, retrieved_elements
-
-
-class BudgetTooSmallError(ServiceError):
-    status, slug, title = 422, "budget-too-small", "The pinned content alone does not fit the budget"
-
-
-class HistoryInvalid(ValidationFailed):
-    slug, title = "history-invalid", "The messages are not a well-formed chat history"
-
 
 # BPEs whose pre-tokenizer never puts a newline and a following "#" into one piece: a window text counts
 # as the sum of its section blocks (scoring.window.assemble_prepared, count_blocks; checked against the
