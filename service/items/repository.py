@@ -12,27 +12,10 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql import ColumnElement
 
 from service.db.bulk import copy_rows
-from service.db.locks import user_lock_sql
 from service.db.models import ACTIVE_STATUSES, ContextItem
 
 T = ContextItem.__table__  # type: ignore[attr-defined]
 C = T.c
-
-
-_ENSURE_USER = text(
-    "INSERT INTO end_user (tenant_id, user_id, created_at, updated_at) "
-    "SELECT CAST(:t AS text), CAST(:u AS text), CAST(:now AS timestamptz), CAST(:now AS timestamptz) "
-    f"FROM (SELECT {user_lock_sql('pg_advisory_xact_lock_shared', ':t', ':u')}) AS l "
-    "ON CONFLICT (tenant_id, user_id) DO NOTHING"
-)
-
-
-async def ensure_user(session: AsyncSession, tenant_id: str, user_id: str, now: datetime) -> None:
-    """The first statement of every write: the user's lock, shared (service/db/locks.py: a write waits for
-    an erasure of its user in progress and is then wholly after it), and the user row.
-    DO NOTHING, not DO UPDATE: an update would row-lock the user for the whole transaction and
-    serialise every write of that user; slots are locked on their own (lock_slots)."""
-    await session.execute(_ENSURE_USER, {"t": tenant_id, "u": user_id, "now": now})
 
 
 async def insert_items(session: AsyncSession, rows: Sequence[dict[str, Any]]) -> None:

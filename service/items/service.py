@@ -30,6 +30,7 @@ from service.items.resolution import resolve_rows
 from service.pagination import decode_cursor, encode_cursor
 from service.settings import Settings
 from service.tokenizer import Tokenizer
+from service.users import service as users
 from service.vectors.repository import enqueue_sync
 
 # A client clock may run a little ahead; beyond this an observed_at in the future would win every
@@ -156,7 +157,7 @@ async def create_items(
         )
 
     attach_levels(ctx.tokenizer, user_id, rows)
-    await repository.ensure_user(ctx.session, principal.tenant_id, user_id, now)
+    await users.ensure_user(ctx, user_id=user_id)
     plan = await resolve_rows(ctx.session, principal, user_id, rows, now=now, batch=batch)
     # Retirements first: the new active rows must not meet the old ones in the one-active-per-slot index.
     await repository.apply_updates(ctx.session, list(plan.updates.values()))

@@ -29,10 +29,10 @@ from service.context import RequestContext
 from service.errors import BatchItemInvalid, BatchTooLarge, EntryNotFound, ValidationFailed
 from service.events import event, record_events
 from service.ids import uuid7
-from service.items import repository as items_repository
 from service.items.service import MAX_CLOCK_SKEW
 from service.profiles import repository
 from service.settings import Settings
+from service.users import service as users
 
 
 def weights(settings: Settings) -> FourCWeights:
@@ -77,7 +77,7 @@ async def add_observations(
                 raise BatchItemInvalid(f"observations[{i}]: observed_at is in the future", index=i)
             raise ValidationFailed("observed_at is in the future")
     tenant_id = principal.tenant_id
-    await items_repository.ensure_user(ctx.session, tenant_id, user_id, now)
+    await users.ensure_user(ctx, user_id=user_id)
 
     # Find or create each belief, then lock them all (in id order).
     fresh: dict[tuple[str, ...], dict[str, Any]] = {}

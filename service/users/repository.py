@@ -1,8 +1,9 @@
-"""SQL for a user's data as a whole: export streams and erasure."""
+"""SQL for a user as a whole: its row (made on first write), export streams and erasure."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import delete, select, text
@@ -14,6 +15,22 @@ from service.db.models import ContextItem, EndUser, Event, IdempotencyRecord, Ob
 # Tables holding a user's rows, in the order they must be erased (children before end_user).
 # Later stores (profiles, observations, vectors' outbox) join this list.
 USER_TABLES: list[Any] = [Observation, ProfileEntry, ContextItem, Event, IdempotencyRecord, EndUser]
+
+
+_ENSURE_USER = text(
+    "INSERT INTO end_user (tenant_id, user_id, created_at, updated_at) "
+    "SELECT CAST(:t AS text), CAST(:u AS text), CAST(:now AS timestamptz), CAST(:now AS timestamptz) "
+    f"FROM (SELECT {user_lock_sql('pg_advisory_xact_lock_shared', ':t', ':u')}) AS l "
+    "ON CONFLICT (tenant_id, user_id) DO NOTHING"
+)
+
+
+async def ensure_user(session: AsyncSession, *, tenant_id: str, user_id: str, now: datetime) -> None:
+    """The first statement of every write: the user's lock, shared (service/db/locks.py: a write waits for
+    an erasure of its user in progress and is then wholly after it), and the user row.
+    DO NOTHING, not DO UPDATE: an update would row-lock the user for the whole transaction and
+    serialise every write of that user; slots are locked on their own (lock_slots)."""
+    await session.execute(_ENSURE_USER, {"t": tenant_id, "u": user_id, "now": now})
 
 
 _LOCK_USER = text(f"SELECT {user_lock_sql('pg_advisory_xact_lock', ':t', ':u')}")

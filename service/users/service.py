@@ -1,4 +1,4 @@
-"""A user's data as a whole: streamed export and erasure everywhere."""
+"""A user as a whole: it exists from its first write (ensure_user); streamed export and erasure everywhere."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from schemas.items import ItemRead
 from schemas.profiles import ObservationRead, ProfileEntryRead
 from schemas.users import EraseResult, EventRead
 from service.auth.service import Permission, Principal
+from service.context import RequestContext
 from service.db.engine import Database
 from service.db.models import ContextItem, Event, Observation, ProfileEntry
 from service.errors import UserNotFound
@@ -29,6 +30,11 @@ EXPORT_SECTIONS: list[tuple[str, Any, Callable[[Any], BaseModel]]] = [
     ("observations", Observation, ObservationRead.model_validate),
     ("events", Event, EventRead.model_validate),
 ]
+
+
+async def ensure_user(ctx: RequestContext, *, user_id: str) -> None:
+    """A user exists from its first write: every write calls this first (it takes the user's lock, shared)."""
+    await repository.ensure_user(ctx.session, tenant_id=ctx.principal.tenant_id, user_id=user_id, now=ctx.now)
 
 
 async def check_export(session: AsyncSession, principal: Principal, user_id: str) -> None:
