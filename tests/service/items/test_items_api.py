@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import httpx
+import pytest
 
 from service.db.engine import Database
 from tests.conftest import TenantKeys
@@ -148,33 +149,25 @@ async def test_expiry_defaults_by_type_and_scope(client: httpx.AsyncClient, tena
     assert r.json()["expires_at"] is None
 
 
-async def test_token_cost_english_chinese_mixed(client: httpx.AsyncClient, tenant: TenantKeys) -> None:
-    cases = {
-        "hello world": 2,
-        "我们的运维团队很小": None,
-        "Don't recommend Redis Cluster — 我们的运维团队很小。": None,
-    }
-    costs = {}
-    for text in cases:
-        r = await client.post("/v1/users/u1/items", json={"type": "fact", "content": text}, headers=tenant.agent)
-        assert r.status_code == 201
-        costs[text] = r.json()["token_cost"]
-    assert costs["hello world"] == 2
-    import tiktoken  # the exact count, computed independently of the service
+# Known counts of the real o200k_base encoding (the app's tokenizer), computed once with tiktoken 0.14 — not
+# with the service's own tokenizer, which is what is under test.
+@pytest.mark.parametrize(
+    ("text", "tokens"),
+    [("hello world", 2), ("我们的运维团队很小", 6), ("Don't recommend Redis Cluster — 我们的运维团队很小。", 14)],
+)
+async def test_token_cost_english_chinese_mixed(
+    client: httpx.AsyncClient, tenant: TenantKeys, text: str, tokens: int
+) -> None:
+    r = await client.post("/v1/users/u1/items", json={"type": "fact", "content": text}, headers=tenant.agent)
+    assert r.status_code == 201
+    assert (r.json()["token_cost"], r.json()["token_model"]) == (tokens, "o200k_base")
 
-    from service.tokenizer import build_tokenizer
 
-    enc = build_tokenizer("o200k_base", cache_dir=__import__("pathlib").Path("/tmp/ctxmem-test-tiktoken"))
-    assert enc.exact
-    for text, cost in costs.items():
-        assert cost == enc.count(text)
-    assert costs["我们的运维团队很小"] >= 3
-    assert tiktoken is not None
-    # a client-sent token_cost is refused: the server computes it
+async def test_a_client_sent_token_cost_is_refused(client: httpx.AsyncClient, tenant: TenantKeys) -> None:
     r = await client.post(
         "/v1/users/u1/items", json={"type": "fact", "content": "x", "token_cost": 1}, headers=tenant.agent
     )
-    assert r.status_code == 422
+    assert r.status_code == 422  # the server computes it
 
 
 async def test_list_filters_pagination_and_hidden_statuses(
