@@ -399,9 +399,8 @@ async def main(args: argparse.Namespace) -> int:
                 ]
                 now = Clock().now()
                 async with session_scope(db) as s:
-                    stored = await create_items(
-                        RequestContext(s, principal, settings, tokenizer, now), conv.user_id, items, batch=True
-                    )
+                    ctx = RequestContext(s, principal, settings, tokenizer, now)
+                    stored = await create_items(ctx, user_id=conv.user_id, items=items, batch=True)
                 ids.update({t.dia_id: str(r.id) for t, r in zip(chunk, stored, strict=True)})
             print(f"stored {conv.sample_id}: {len(conv.turns)} turns", file=sys.stderr)
         store_s = time.perf_counter() - t0

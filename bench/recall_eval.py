@@ -142,9 +142,8 @@ async def main(args: argparse.Namespace) -> int:
             now = Clock().now()
             turn_ids, items = episodes(conv, now)
             async with session_scope(db) as s:
-                stored = await create_items(
-                    RequestContext(s, principal, settings, tokenizer, now), conv["user_id"], items, batch=True
-                )
+                ctx = RequestContext(s, principal, settings, tokenizer, now)
+                stored = await create_items(ctx, user_id=conv["user_id"], items=items, batch=True)
             item_of.update({t: str(r.id) for t, r in zip(turn_ids, stored, strict=True)})
         turn_of = {v: k for k, v in item_of.items()}
 

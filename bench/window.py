@@ -155,7 +155,7 @@ async def main(args: argparse.Namespace) -> int:
         for start in range(0, len(items), 1000):
             async with session_scope(db) as s:
                 ctx = RequestContext(s, principal, settings, tokenizer, Clock().now())
-                await create_items(ctx, user, items[start : start + 1000], batch=True)
+                await create_items(ctx, user_id=user, items=items[start : start + 1000], batch=True)
         async with session_scope(db) as s:
             await add_observations(
                 RequestContext(s, principal, settings, tokenizer, Clock().now()),

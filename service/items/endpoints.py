@@ -19,15 +19,12 @@ from schemas.items import (
     Scope,
 )
 from service.deps import (
-    ClockDep,
     ContextDep,
     CursorQuery,
     IdempotencyDep,
     ItemIdPath,
     LimitQuery,
     OrderQuery,
-    PrincipalDep,
-    SessionDep,
     UserIdPath,
 )
 from service.errors import ERRORS
@@ -54,7 +51,7 @@ async def create_item(
     ctx: ContextDep,
     idem: IdempotencyDep,
 ) -> Response:
-    (item,) = await service.create_items(ctx, user_id, [body], batch=False)
+    (item,) = await service.create_items(ctx, user_id=user_id, items=[body], batch=False)
     return await idem.respond(item, 201)
 
 
@@ -65,7 +62,7 @@ async def create_batch(
     ctx: ContextDep,
     idem: IdempotencyDep,
 ) -> Response:
-    items = await service.create_items(ctx, user_id, body.items, batch=True)
+    items = await service.create_items(ctx, user_id=user_id, items=body.items, batch=True)
     return await idem.respond(ItemBatchResult(items=items), 201)
 
 
@@ -126,22 +123,20 @@ async def list_items(
         limit=limit,
         cursor=cursor,
     )
-    return await service.list_items(ctx.session, ctx.principal, ctx.settings, user_id, query, ctx.now)
+    return await service.list_items(ctx, user_id=user_id, query=query)
 
 
 @router.get("/{item_id:item_id}", response_model=ItemRead, summary="Read one item, whatever its status")
-async def get_item(user_id: UserIdPath, item_id: ItemIdPath, session: SessionDep, principal: PrincipalDep) -> ItemRead:
-    return await service.get_item(session, principal, user_id, item_id)
+async def get_item(user_id: UserIdPath, item_id: ItemIdPath, ctx: ContextDep) -> ItemRead:
+    return await service.get_item(ctx, user_id=user_id, item_id=item_id)
 
 
 @router.delete("/{item_id:item_id}", response_model=ItemRead, summary="Tombstone an item (kept for audit until purged)")
 async def delete_item(
     user_id: UserIdPath,
     item_id: ItemIdPath,
-    session: SessionDep,
-    principal: PrincipalDep,
-    clock: ClockDep,
+    ctx: ContextDep,
     idem: IdempotencyDep,
 ) -> Response:
-    item = await service.delete_item(session, principal, user_id, item_id, clock.now())
+    item = await service.delete_item(ctx, user_id=user_id, item_id=item_id)
     return await idem.respond(item, 200)

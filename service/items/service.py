@@ -5,16 +5,14 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
-
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from schemas.items import ItemCreate, ItemPage, ItemRead
 from scoring.compress import assemble_levels, derive_row_levels
 from scoring.items import SCOPE_ID_FIELD, authority_for_source, default_confidence, default_expires_at
 from scoring.scopes import ScopeContext, Scoped, effective, scope_ref
-from service.auth.service import Permission, Principal
+from service.auth.service import Permission
 from service.context import RequestContext
 from service.errors import (
     BatchItemInvalid,
@@ -28,7 +26,6 @@ from service.ids import uuid7
 from service.items import repository
 from service.items.resolution import resolve_rows
 from service.pagination import decode_cursor, encode_cursor
-from service.settings import Settings
 from service.tokenizer import Tokenizer
 from service.users import service as users
 from service.vectors.repository import enqueue_sync
@@ -57,7 +54,7 @@ def _event_snapshot(row: dict[str, Any]) -> dict[str, Any]:
 
 
 async def create_items(
-    ctx: RequestContext, user_id: str, items: Sequence[ItemCreate], *, batch: bool
+    ctx: RequestContext, *, user_id: str, items: Sequence[ItemCreate], batch: bool
 ) -> list[ItemRead]:
     """Validate what the schema cannot, fill server-side defaults, insert items and events at once.
     In a batch the first bad item rejects the whole batch, naming its index."""
@@ -199,9 +196,10 @@ def attach_levels(tokenizer: Tokenizer, user_id: str, rows: Sequence[dict[str, A
         row["level_texts"], row["level_tokens"] = all_texts[1:], all_tokens[1:]
 
 
-async def get_item(session: AsyncSession, principal: Principal, user_id: str, item_id: uuid.UUID) -> ItemRead:
+async def get_item(ctx: RequestContext, *, user_id: str, item_id: uuid.UUID) -> ItemRead:
+    principal = ctx.principal
     principal.require(Permission.ITEMS_READ)
-    item = await repository.get_item(session, principal.tenant_id, user_id, item_id)
+    item = await repository.get_item(ctx.session, principal.tenant_id, user_id, item_id)
     if item is None:
         raise ItemNotFound(f"no item {item_id} for user {user_id!r}")
     return ItemRead.model_validate(item)
@@ -227,21 +225,15 @@ class ItemQuery:
     cursor: str | None
 
 
-async def list_items(
-    session: AsyncSession,
-    principal: Principal,
-    settings: Settings,
-    user_id: str,
-    query: ItemQuery,
-    now: datetime,
-) -> ItemPage:
+async def list_items(ctx: RequestContext, *, user_id: str, query: ItemQuery) -> ItemPage:
+    session, principal, settings, now = ctx.session, ctx.principal, ctx.settings, ctx.now
     principal.require(Permission.ITEMS_READ)
     limit = query.limit or settings.default_page_size
     if limit > settings.max_page_size:
         raise ValidationFailed(f"limit must be at most {settings.max_page_size}")
     after = decode_cursor(query.cursor, query.order) if query.cursor else None
     if query.view == "effective":
-        return await _list_effective(session, principal, user_id, query, now, limit, after)
+        return await _list_effective(ctx, user_id=user_id, query=query, limit=limit, after=after)
     visibility = repository.visibility_filter(
         now=now,
         statuses=query.statuses,
@@ -275,13 +267,7 @@ async def list_items(
 
 
 async def _list_effective(
-    session: AsyncSession,
-    principal: Principal,
-    user_id: str,
-    query: ItemQuery,
-    now: datetime,
-    limit: int,
-    after: uuid.UUID | None,
+    ctx: RequestContext, *, user_id: str, query: ItemQuery, limit: int, after: uuid.UUID | None
 ) -> ItemPage:
     """What applies in one context (session/task/stage/step): active, unexpired items of the user and
     global scopes and of the given instances; per key the narrowest scope wins and names what it overrides."""
@@ -294,17 +280,17 @@ async def _list_effective(
         "step": query.step_id,
     }
     rows = await repository.effective_candidates(
-        session,
-        tenant_id=principal.tenant_id,
+        ctx.session,
+        tenant_id=ctx.principal.tenant_id,
         user_id=user_id,
-        now=now,
+        now=ctx.now,
         refs=refs,
         filters={"type": query.types, "scope": query.scopes, "key": query.key, "domain": query.domain},
     )
-    ctx = ScopeContext(
+    where = ScopeContext(
         session_id=query.session_id, task_id=query.task_id, stage_id=query.stage_id, step_id=query.step_id
     )
-    chosen = effective([Scoped(str(r.id), r.key, r.scope, r.scope_ref) for r in rows], ctx)
+    chosen = effective([Scoped(str(r.id), r.key, r.scope, r.scope_ref) for r in rows], where)
     kept = [r for r in rows if str(r.id) in chosen]
     kept.sort(key=lambda r: r.id, reverse=query.order == "desc")
     if after is not None:
@@ -318,11 +304,10 @@ async def _list_effective(
     return ItemPage(items=items, next_cursor=next_cursor)
 
 
-async def delete_item(
-    session: AsyncSession, principal: Principal, user_id: str, item_id: uuid.UUID, now: datetime
-) -> ItemRead:
+async def delete_item(ctx: RequestContext, *, user_id: str, item_id: uuid.UUID) -> ItemRead:
     """Tombstone: the row stays (status ``deleted``) for audit until the retention purge; deleting a
     tombstone again changes nothing and returns it."""
+    session, principal, now = ctx.session, ctx.principal, ctx.now
     principal.require(Permission.ITEMS_WRITE)
     item = await repository.get_item(session, principal.tenant_id, user_id, item_id, for_update=True)
     if item is None:

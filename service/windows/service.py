@@ -348,5 +348,5 @@ async def _archive(ctx: RequestContext, user_id: str, req: WindowRequest, droppe
         session_id=req.session_id,
         task_id=req.task_id,
     )
-    (stored,) = await create_items(ctx, user_id, [item], batch=False)
+    (stored,) = await create_items(ctx, user_id=user_id, items=[item], batch=False)
     return stored.id

@@ -240,7 +240,9 @@ async def test_a_transaction_that_wrote_neither_reads_nor_fills_the_cache(
     counts = (CACHE.hits, CACHE.misses, CACHE.stores)
     async with db.sessionmaker() as session:
         ctx = RequestContext(session, principal, settings, app.state.tokenizer, Clock().now())
-        await create_items(ctx, USER, [ItemCreate(type="fact", content="uncommitted fact", source="user")], batch=False)
+        await create_items(
+            ctx, user_id=USER, items=[ItemCreate(type="fact", content="uncommitted fact", source="user")], batch=False
+        )
         window = await build_window(ctx, USER, WindowRequest.model_validate(BODY))
         await session.rollback()
     assert "uncommitted fact" in window["text"]
