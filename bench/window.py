@@ -159,8 +159,8 @@ async def main(args: argparse.Namespace) -> int:
         async with session_scope(db) as s:
             await add_observations(
                 RequestContext(s, principal, settings, tokenizer, Clock().now()),
-                user,
-                make_observations(rnd, args.entries),
+                user_id=user,
+                observations=make_observations(rnd, args.entries),
                 batch=True,
             )
         # The vector index: the outbox worker indexes this user's items (timed), then filler points of 99

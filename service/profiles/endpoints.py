@@ -17,7 +17,7 @@ from schemas.profiles import (
     ProfileRead,
     Tier,
 )
-from service.deps import ContextDep, EntryIdPath, IdempotencyDep, PrincipalDep, SessionDep, UserIdPath
+from service.deps import ContextDep, EntryIdPath, IdempotencyDep, UserIdPath
 from service.errors import ERRORS
 from service.profiles import service
 
@@ -31,7 +31,7 @@ async def add_observation(
     ctx: ContextDep,
     idem: IdempotencyDep,
 ) -> Response:
-    (entry,) = await service.add_observations(ctx, user_id, [body], batch=False)
+    (entry,) = await service.add_observations(ctx, user_id=user_id, observations=[body], batch=False)
     return await idem.respond(entry, 201)
 
 
@@ -47,15 +47,14 @@ async def add_observations(
     ctx: ContextDep,
     idem: IdempotencyDep,
 ) -> Response:
-    entries = await service.add_observations(ctx, user_id, body.observations, batch=True)
+    entries = await service.add_observations(ctx, user_id=user_id, observations=body.observations, batch=True)
     return await idem.respond(ProfileEntryBatch(items=entries), 201)
 
 
 @router.get("/profile", response_model=ProfileRead, summary="Entries by tier and domain, and the effective view")
 async def get_profile(
     user_id: UserIdPath,
-    session: SessionDep,
-    principal: PrincipalDep,
+    ctx: ContextDep,
     domain: Annotated[
         list[Domain] | None, Query(description="Repeatable; global entries always apply", examples=[["laptop"]])
     ] = None,
@@ -64,7 +63,7 @@ async def get_profile(
     ] = None,
     tier: Annotated[list[Tier] | None, Query(description="Filter the per-tier listing", examples=[["current"]])] = None,
 ) -> ProfileRead:
-    return await service.get_profile(session, principal, user_id, domains=domain, session_id=session_id, tiers=tier)
+    return await service.get_profile(ctx, user_id=user_id, domains=domain, session_id=session_id, tiers=tier)
 
 
 @router.get(
@@ -72,10 +71,8 @@ async def get_profile(
     response_model=EntryEvidence,
     summary="An entry with its 4C breakdown, every observation and the events that changed it",
 )
-async def get_entry(
-    user_id: UserIdPath, entry_id: EntryIdPath, session: SessionDep, principal: PrincipalDep
-) -> EntryEvidence:
-    return await service.get_evidence(session, principal, user_id, entry_id)
+async def get_entry(user_id: UserIdPath, entry_id: EntryIdPath, ctx: ContextDep) -> EntryEvidence:
+    return await service.get_evidence(ctx, user_id=user_id, entry_id=entry_id)
 
 
 @router.post(
@@ -90,7 +87,7 @@ async def confirm_entry(
     idem: IdempotencyDep,
     body: ConfirmBody | None = None,
 ) -> Response:
-    entry = await service.confirm_or_reject(ctx, user_id, entry_id, body or ConfirmBody(), confirm=True)
+    entry = await service.confirm_or_reject(ctx, user_id=user_id, entry_id=entry_id, body=body, confirm=True)
     return await idem.respond(entry, 200)
 
 
@@ -106,5 +103,5 @@ async def reject_entry(
     idem: IdempotencyDep,
     body: ConfirmBody | None = None,
 ) -> Response:
-    entry = await service.confirm_or_reject(ctx, user_id, entry_id, body or ConfirmBody(), confirm=False)
+    entry = await service.confirm_or_reject(ctx, user_id=user_id, entry_id=entry_id, body=body, confirm=False)
     return await idem.respond(entry, 200)

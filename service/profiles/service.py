@@ -8,8 +8,6 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncSession
-
 from schemas.profiles import (
     ConfirmBody,
     EffectiveEntryRead,
@@ -24,7 +22,7 @@ from schemas.profiles import (
 from schemas.users import EventRead
 from scoring.fourc import Evidence, FourCWeights, score_4c
 from scoring.profile import EntryState, ProfileEntry, effective_profile, replay, transition, with_job_changes
-from service.auth.service import Permission, Principal
+from service.auth.service import Permission
 from service.context import RequestContext
 from service.errors import BatchItemInvalid, BatchTooLarge, EntryNotFound, ValidationFailed
 from service.events import event, record_events
@@ -58,9 +56,9 @@ def to_evidence(o: Mapping[str, Any]) -> Evidence:
 
 async def add_observations(
     ctx: RequestContext,
+    *,
     user_id: str,
     observations: Sequence[ObservationCreate],
-    *,
     batch: bool,
     permission: Permission = Permission.PROFILE_WRITE,
 ) -> list[ProfileEntryRead]:
@@ -349,16 +347,16 @@ def effective_for(
 
 
 async def get_profile(
-    session: AsyncSession,
-    principal: Principal,
-    user_id: str,
+    ctx: RequestContext,
     *,
+    user_id: str,
     domains: Sequence[str] | None,
     session_id: str | None,
     tiers: Sequence[str] | None,
 ) -> ProfileRead:
+    principal = ctx.principal
     principal.require(Permission.ITEMS_READ)
-    rows = await repository.user_entries(session, principal.tenant_id, user_id, tiers=None, domains=domains)
+    rows = await repository.user_entries(ctx.session, principal.tenant_id, user_id, tiers=None, domains=domains)
     grouped: dict[str, dict[str, list[ProfileEntryRead]]] = {}
     for r in rows:
         if tiers and r["tier"] not in tiers:
@@ -367,7 +365,8 @@ async def get_profile(
     return ProfileRead(tiers=grouped, effective=effective_for(rows, session_id=session_id, domains=domains))
 
 
-async def get_evidence(session: AsyncSession, principal: Principal, user_id: str, entry_id: uuid.UUID) -> EntryEvidence:
+async def get_evidence(ctx: RequestContext, *, user_id: str, entry_id: uuid.UUID) -> EntryEvidence:
+    session, principal = ctx.session, ctx.principal
     principal.require(Permission.EVIDENCE_READ)
     row = await repository.entry(session, principal.tenant_id, user_id, entry_id)
     if row is None:
@@ -383,9 +382,11 @@ async def get_evidence(session: AsyncSession, principal: Principal, user_id: str
 
 
 async def confirm_or_reject(
-    ctx: RequestContext, user_id: str, entry_id: uuid.UUID, body: ConfirmBody, *, confirm: bool
+    ctx: RequestContext, *, user_id: str, entry_id: uuid.UUID, body: ConfirmBody | None, confirm: bool
 ) -> ProfileEntryRead:
-    """Record the user's yes/no as an explicit confirmation observation on the entry."""
+    """Record the user's yes/no as an explicit confirmation observation on the entry (no body: no note,
+    no session)."""
+    body = body or ConfirmBody()
     ctx.principal.require(Permission.PROFILE_CONFIRM)
     row = await repository.entry(ctx.session, ctx.principal.tenant_id, user_id, entry_id)
     if row is None:
@@ -404,5 +405,7 @@ async def confirm_or_reject(
         source="user",
         note=body.note or f"{'confirmed' if confirm else 'rejected'} by {ctx.principal.role} on the user's behalf",
     )
-    (entry,) = await add_observations(ctx, user_id, [obs], batch=False, permission=Permission.PROFILE_CONFIRM)
+    (entry,) = await add_observations(
+        ctx, user_id=user_id, observations=[obs], batch=False, permission=Permission.PROFILE_CONFIRM
+    )
     return entry
