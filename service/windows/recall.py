@@ -23,37 +23,7 @@ from service.settings import Settings
 from service.vectors.recall import VectorRecall
 from service.vectors.repository import lag
 from service.windows import repository
-
-
-async def lexical_ranking(
-    session: AsyncSession,
-    *,
-    tenant_id: str,
-    user_id: str,
-    query: str,
-    limit: int,
-    now: datetime,
-    pending: int = 1_000,
-    documents: int = 0,
-    max_hits: int = 2_000,
-) -> tuple[list[tuple[str, float]], float, int]:
-    """(id, BM25 score) of the user's active items matching any of the query's kept terms, best first
-    (inverse document frequencies from the user's own texts, length-normalised), how many
-    seconds the oldest change still queued for the indexes has waited (0: none), and how many of the
-    query's terms were too common among the user's ``documents`` items to rank by (``max_hits``)."""
-    rows = await repository.lexical_hits(
-        session,
-        tenant_id=tenant_id,
-        user_id=user_id,
-        query=query,
-        limit=limit,
-        now=now,
-        pending=pending,
-        documents=documents,
-        max_hits=max_hits,
-    )
-    hits = [(r["id"], float(r["r"])) for r in rows if r["id"] is not None]
-    return hits, max(0.0, rows[0]["lag"] or 0.0), int(rows[0]["ignored"] or 0)
+from service.windows.repository import lexical_ranking
 
 
 async def vector_ranking(

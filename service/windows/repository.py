@@ -500,7 +500,7 @@ async def term_shares(driver: Any) -> tuple[list[str], list[float]]:
     return _shares[1], _shares[2]
 
 
-async def lexical_hits(
+async def lexical_ranking(
     session: AsyncSession,
     *,
     tenant_id: str,
@@ -508,13 +508,18 @@ async def lexical_hits(
     query: str,
     limit: int,
     now: datetime,
-    pending: int,
-    documents: int,
-    max_hits: int,
-) -> list[Any]:
-    """The rows of ``_LEXICAL``: (lag, ignored, id, r), best first; one row with a null id when nothing matched."""
+    pending: int = 1_000,
+    documents: int = 0,
+    max_hits: int = 2_000,
+) -> tuple[list[tuple[str, float]], float, int]:
+    """(id, BM25 score) of the user's active items matching any of the query's kept terms, best first
+    (inverse document frequencies from the user's own texts, length-normalised), how many
+    seconds the oldest change still queued for the indexes has waited (0: none), and how many of the
+    query's terms were too common among the user's ``documents`` items to rank by (``max_hits``)."""
     driver = await driver_connection(session)
     elems, freqs = await term_shares(driver)
-    return list(
-        await driver.fetch(_LEXICAL, tenant_id, user_id, query, limit, now, pending, documents, max_hits, elems, freqs)
+    rows = await driver.fetch(
+        _LEXICAL, tenant_id, user_id, query, limit, now, pending, documents, max_hits, elems, freqs
     )
+    hits = [(r["id"], float(r["r"])) for r in rows if r["id"] is not None]
+    return hits, max(0.0, rows[0]["lag"] or 0.0), int(rows[0]["ignored"] or 0)
