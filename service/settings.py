@@ -9,6 +9,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from schemas.jobs import JOB_NAMES
 from scoring.window_policy import SECTION_WEIGHTS, ValueModel
 
 # Default lifetimes (seconds). A tool result describes the world at one moment and goes stale within
@@ -253,8 +254,8 @@ class Settings(BaseSettings):
     @classmethod
     def _schedules(cls, value: dict[str, str]) -> dict[str, str]:
         for name, spec in value.items():
-            if name not in ("expire", "promote", "decay", "purge", "reindex"):
-                raise ValueError(f"unknown job {name!r} in job_schedules")
+            if name not in JOB_NAMES:
+                raise ValueError(f"unknown job {name!r} in job_schedules (jobs: {', '.join(JOB_NAMES)})")
             kind, _, arg = spec.partition(":")
             if kind == "interval":
                 if not arg.isdigit() or int(arg) < 1:
