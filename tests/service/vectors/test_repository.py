@@ -1,0 +1,153 @@
+"""The outbox's SQL (service/vectors/repository.py) on its own, against PostgreSQL: each test works in one
+transaction it rolls back, and looks only at its own tenant's rows (other tests share the outbox)."""
+
+from __future__ import annotations
+
+import secrets
+import uuid
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import httpx
+import pytest
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from service.db.engine import Database
+from service.db.locks import user_lock_sql
+from service.vectors import repository
+from tests.conftest import TenantKeys
+
+AT = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
+
+
+@pytest.fixture
+async def session(db: Database) -> AsyncIterator[AsyncSession]:
+    async with db.sessionmaker() as s:
+        yield s
+        await s.rollback()
+
+
+@pytest.fixture
+def tenant_id() -> str:
+    return f"t-{secrets.token_hex(6)}"
+
+
+async def rows(session: AsyncSession, tenant_id: str) -> list[Any]:
+    return list(
+        (
+            await session.execute(
+                text(
+                    "SELECT user_id, item_id, op, created_at, next_attempt_at, attempts, last_error, dead_at "
+                    "FROM vector_outbox WHERE tenant_id = :t ORDER BY id"
+                ),
+                {"t": tenant_id},
+            )
+        ).all()
+    )
+
+
+async def mine(session: AsyncSession, tenant_id: str, *, now: datetime) -> list[Any]:
+    return [r for r in await repository.claim_due(session, now=now, limit=100_000) if r.tenant_id == tenant_id]
+
+
+async def test_enqueue_keeps_the_order_given_and_stamps_now(session: AsyncSession, tenant_id: str) -> None:
+    ids = [uuid.uuid4() for _ in range(5)]
+    await repository.enqueue_sync(session, tenant_id, "u", ids, AT)
+    await repository.enqueue_sync(session, tenant_id, "u", [], AT)  # nothing to do
+    got = await rows(session, tenant_id)
+    assert [r.item_id for r in got] == ids  # id order is the order given, not the uuids' order
+    assert {(r.op, r.created_at, r.next_attempt_at, r.attempts) for r in got} == {("sync", AT, AT, 0)}
+
+
+async def test_a_user_delete_replaces_that_users_pending_changes(session: AsyncSession, tenant_id: str) -> None:
+    kept = uuid.uuid4()
+    await repository.enqueue_sync(session, tenant_id, "gone", [uuid.uuid4(), uuid.uuid4()], AT)
+    await repository.enqueue_sync(session, tenant_id, "stays", [kept], AT)
+    later = AT + timedelta(seconds=1)
+    await repository.enqueue_user_delete(session, tenant_id, "gone", later)
+    assert [(r.user_id, r.op, r.item_id, r.next_attempt_at) for r in await rows(session, tenant_id)] == [
+        ("stays", "sync", kept, AT),
+        ("gone", "delete_user", None, later),
+    ]
+
+
+async def test_claim_takes_what_is_due_at_now_in_order(session: AsyncSession, tenant_id: str) -> None:
+    first, second = uuid.uuid4(), uuid.uuid4()
+    await repository.enqueue_sync(session, tenant_id, "u", [first], AT)
+    await repository.enqueue_sync(session, tenant_id, "u", [second], AT + timedelta(seconds=10))
+    assert await mine(session, tenant_id, now=AT - timedelta(microseconds=1)) == []
+    assert [r.item_id for r in await mine(session, tenant_id, now=AT)] == [first]
+    assert [r.item_id for r in await mine(session, tenant_id, now=AT + timedelta(seconds=10))] == [first, second]
+
+
+async def test_reschedule_and_retire(session: AsyncSession, tenant_id: str) -> None:
+    await repository.enqueue_sync(session, tenant_id, "u", [uuid.uuid4(), uuid.uuid4(), uuid.uuid4()], AT)
+    retry, dead, done = await mine(session, tenant_id, now=AT)
+    later = AT + timedelta(seconds=4)
+    await repository.reschedule(session, change_id=retry.id, attempts=2, error="E: x", retry_at=later, dead_at=None)
+    await repository.reschedule(session, change_id=dead.id, attempts=8, error="E: y", retry_at=later, dead_at=AT)
+    await repository.delete_changes(session, [done.id])
+    assert [(r.attempts, r.last_error, r.next_attempt_at, r.dead_at) for r in await rows(session, tenant_id)] == [
+        (2, "E: x", later, None),
+        (8, "E: y", later, AT),
+    ]
+    assert await mine(session, tenant_id, now=later - timedelta(seconds=1)) == []
+    assert [r.id for r in await mine(session, tenant_id, now=later)] == [retry.id]  # the dead one never again
+
+
+async def test_lag_counts_pending_and_dead_and_revive_brings_the_dead_back(
+    session: AsyncSession, tenant_id: str
+) -> None:
+    before = await repository.lag(session)
+    an_hour_ago = (await session.execute(text("SELECT now()"))).scalar_one() - timedelta(hours=1)  # lag's clock
+    await repository.enqueue_sync(session, tenant_id, "u", [uuid.uuid4(), uuid.uuid4()], an_hour_ago)
+    _, dead = await mine(session, tenant_id, now=an_hour_ago)
+    await repository.reschedule(session, change_id=dead.id, attempts=8, error="E", retry_at=AT, dead_at=AT)
+    during = await repository.lag(session)
+    assert (during.pending - before.pending, during.dead - before.dead) == (1, 1)
+    assert during.oldest_seconds >= 3600  # the pending change is an hour old
+    assert await repository.revive_dead(session) == before.dead + 1
+    revived = [r for r in await rows(session, tenant_id) if r.attempts == 0]
+    assert len(revived) == 2 and all(r.dead_at is None for r in revived)
+
+
+async def test_lock_users_shared_names_the_users_being_erased(db: Database, session: AsyncSession) -> None:
+    async with db.engine.connect() as eraser:
+        await eraser.execute(text(f"SELECT {user_lock_sql('pg_advisory_xact_lock', ':t', ':u')}"),
+                             {"t": "t1", "u": "erased"})  # fmt: skip
+        erasing = await repository.lock_users_shared(
+            session, [("t1", "erased"), ("t1", "other"), ("t2", "erased"), ("t1", "other")]
+        )
+        assert erasing == {("t1", "erased")}
+        await eraser.rollback()
+    # once the erasure is over, its user's lock can be taken shared too
+    assert await repository.lock_users_shared(session, [("t1", "erased")]) == set()
+
+
+async def search_rows(session: AsyncSession, tenant_id: str, user_id: str) -> set[uuid.UUID]:
+    result = await session.execute(
+        text("SELECT item_id FROM item_search WHERE tenant_id = :t AND user_id = :u"), {"t": tenant_id, "u": user_id}
+    )
+    return {r[0] for r in result}
+
+
+async def test_the_lexical_index_follows_the_items_status(
+    client: httpx.AsyncClient, tenant: TenantKeys, session: AsyncSession
+) -> None:
+    r = await client.post("/v1/users/s/items/batch", json={"items": [
+        {"type": "fact", "content": "herons fish at dawn"}, {"type": "fact", "content": "owls hunt at night"}]},
+        headers=tenant.agent)  # fmt: skip
+    heron, owl = (uuid.UUID(i["id"]) for i in r.json()["items"])
+    t = tenant.tenant_id
+    await session.execute(text("DELETE FROM item_search WHERE tenant_id = :t"), {"t": t})
+    await repository.sync_search(session, [heron, owl])
+    assert await search_rows(session, t, "s") == {heron, owl}
+    tsv = (await session.execute(text("SELECT tsv::text FROM item_search WHERE item_id = :i"), {"i": heron})).scalar()
+    assert "heron" in tsv
+    await session.execute(text("UPDATE context_item SET status = 'deleted' WHERE id = :i"), {"i": owl})
+    await repository.sync_search(session, [heron, owl])
+    assert await search_rows(session, t, "s") == {heron}
+    await repository.erase_search(session, t, "s")
+    assert await search_rows(session, t, "s") == set()
