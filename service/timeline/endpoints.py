@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Query
 
 from schemas.users import EventPage
-from service.deps import CursorQuery, LimitQuery, OrderQuery, PrincipalDep, SessionDep, SettingsDep, UserIdPath
+from service.deps import ContextDep, CursorQuery, LimitQuery, OrderQuery, UserIdPath
 from service.errors import ERRORS
 from service.timeline import service
 
@@ -19,9 +19,7 @@ Kind = Literal["item", "profile", "observation"]
 @router.get("/events", response_model=EventPage, summary="The user's timeline of item and profile events")
 async def list_events(
     user_id: UserIdPath,
-    session: SessionDep,
-    principal: PrincipalDep,
-    settings: SettingsDep,
+    ctx: ContextDep,
     kind: Annotated[
         list[Kind] | None, Query(description="Repeatable: item, profile, observation", examples=[["profile"]])
     ] = None,
@@ -29,6 +27,4 @@ async def list_events(
     limit: LimitQuery = None,
     cursor: CursorQuery = None,
 ) -> EventPage:
-    return await service.timeline(
-        session, principal, settings, user_id, kinds=kind or [], order=order, limit=limit, cursor=cursor
-    )
+    return await service.timeline(ctx, user_id=user_id, kinds=kind or [], order=order, limit=limit, cursor=cursor)

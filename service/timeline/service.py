@@ -4,27 +4,24 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sqlalchemy.ext.asyncio import AsyncSession
-
 from schemas.users import EventPage, EventRead
-from service.auth.service import Permission, Principal
+from service.auth.service import Permission
+from service.context import RequestContext
 from service.errors import ValidationFailed
 from service.pagination import decode_cursor, encode_cursor
-from service.settings import Settings
 from service.timeline import repository
 
 
 async def timeline(
-    session: AsyncSession,
-    principal: Principal,
-    settings: Settings,
-    user_id: str,
+    ctx: RequestContext,
     *,
+    user_id: str,
     kinds: Sequence[str],
     order: str,
     limit: int | None,
     cursor: str | None,
 ) -> EventPage:
+    session, principal, settings = ctx.session, ctx.principal, ctx.settings
     principal.require(Permission.EVIDENCE_READ)
     size = limit or settings.default_page_size
     if size > settings.max_page_size:

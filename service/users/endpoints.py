@@ -6,7 +6,7 @@ from fastapi import APIRouter, Response
 from fastapi.responses import StreamingResponse
 
 from schemas.users import EraseResult
-from service.deps import ClockDep, DatabaseDep, IdempotencyDep, PrincipalDep, SessionDep, UserIdPath
+from service.deps import ContextDep, DatabaseDep, IdempotencyDep, UserIdPath
 from service.errors import ERRORS
 from service.users import service
 
@@ -19,21 +19,15 @@ router = APIRouter(prefix="/v1/users/{user_id}", tags=["users"], responses=ERROR
     response_class=StreamingResponse,
     responses={200: {"content": {"application/json": {}}}},
 )
-async def export_user(
-    user_id: UserIdPath, session: SessionDep, principal: PrincipalDep, db: DatabaseDep, clock: ClockDep
-) -> StreamingResponse:
-    await service.check_export(session, principal, user_id)
+async def export_user(user_id: UserIdPath, ctx: ContextDep, db: DatabaseDep) -> StreamingResponse:
     return StreamingResponse(
-        service.export_stream(db, principal, user_id, clock.now()),
+        await service.export_user(ctx, db=db, user_id=user_id),
         media_type="application/json",
         headers={"Content-Disposition": f'attachment; filename="{user_id}.json"'},
     )
 
 
 @router.delete("", response_model=EraseResult, summary="Erase every row of a user (admin)")
-async def erase_user(
-    user_id: UserIdPath, session: SessionDep, principal: PrincipalDep, clock: ClockDep, idem: IdempotencyDep
-) -> Response:
-    result = await service.erase_user(session, principal, user_id, clock.now(), idempotency_key=idem.key)
-    idem.forget_user = user_id
+async def erase_user(user_id: UserIdPath, ctx: ContextDep, idem: IdempotencyDep) -> Response:
+    result = await service.erase_user(ctx, user_id=user_id, idem=idem)
     return await idem.respond(result, 200)

@@ -9,7 +9,6 @@ from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from schemas.items import ItemRead
 from schemas.profiles import ObservationRead, ProfileEntryRead
@@ -20,6 +19,7 @@ from service.db.engine import Database
 from service.db.models import ContextItem, Event, Observation, ProfileEntry
 from service.errors import UserNotFound
 from service.events import event, record_events
+from service.idempotency import Idempotency
 from service.users import repository
 from service.vectors.repository import enqueue_user_delete
 
@@ -37,11 +37,13 @@ async def ensure_user(ctx: RequestContext, *, user_id: str) -> None:
     await repository.ensure_user(ctx.session, tenant_id=ctx.principal.tenant_id, user_id=user_id, now=ctx.now)
 
 
-async def check_export(session: AsyncSession, principal: Principal, user_id: str) -> None:
-    principal.require(Permission.USERS_EXPORT)
+async def export_user(ctx: RequestContext, *, db: Database, user_id: str) -> AsyncIterator[bytes]:
+    """The export's body, once the caller may export (checked now, before the response starts)."""
+    ctx.principal.require(Permission.USERS_EXPORT)
+    return export_stream(db, principal=ctx.principal, user_id=user_id, now=ctx.now)
 
 
-async def export_stream(db: Database, principal: Principal, user_id: str, now: datetime) -> AsyncIterator[bytes]:
+async def export_stream(db: Database, *, principal: Principal, user_id: str, now: datetime) -> AsyncIterator[bytes]:
     """Everything stored about the user as one JSON document, produced row by row from one
     repeatable-read snapshot so that the sections agree with each other."""
     async with db.engine.connect() as conn:
@@ -66,11 +68,12 @@ def user_fingerprint(tenant_id: str, user_id: str) -> str:
     return "sha256:" + hashlib.sha256(f"{tenant_id}\x1f{user_id}".encode()).hexdigest()
 
 
-async def erase_user(
-    session: AsyncSession, principal: Principal, user_id: str, now: datetime, *, idempotency_key: str | None
-) -> EraseResult:
+async def erase_user(ctx: RequestContext, *, user_id: str, idem: Idempotency) -> EraseResult:
     """Delete every row of the user in one transaction. The erasure's own event keeps no content:
-    no user id (a fingerprint instead), only the row counts."""
+    no user id (a fingerprint instead), only the row counts; the request's own idempotency record is
+    kept, with the user id taken out of its path."""
+    session, principal, now = ctx.session, ctx.principal, ctx.now
+    idempotency_key = idem.key
     principal.require(Permission.USERS_ERASE)
     # First, before any row of the user is touched: the lock writes and the outbox worker take too.
     await repository.lock_user(session, principal.tenant_id, user_id)
@@ -94,4 +97,5 @@ async def erase_user(
             )
         ],
     )
+    idem.forget_user = user_id
     return EraseResult(erased=True, user_fingerprint=fingerprint, rows=counts, erased_at=now)

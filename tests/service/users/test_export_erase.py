@@ -92,7 +92,7 @@ async def test_export_of_large_user_streams(client: httpx.AsyncClient, tenant: T
     from service.users.service import export_stream
 
     principal = Principal(tenant_id=tenant.tenant_id, key_id=uuid.uuid4(), role="admin")
-    chunks = [c async for c in export_stream(db, principal, "big", Clock().now())]
+    chunks = [c async for c in export_stream(db, principal=principal, user_id="big", now=Clock().now())]
     assert len(chunks) > 3000
     assert max(len(c) for c in chunks) < 5000
     assert len(json.loads(b"".join(chunks))["items"]) == 3000
