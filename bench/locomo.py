@@ -451,7 +451,7 @@ async def main(args: argparse.Namespace) -> int:
                 async with db.sessionmaker() as s:
                     ctx = RequestContext(s, principal, settings, tokenizer, Clock().now(), recall)
                     t0 = time.perf_counter()
-                    w = await build_window(ctx, conv.user_id, req)
+                    w = await build_window(ctx, user_id=conv.user_id, req=req)
                     window_ms[budget].append((time.perf_counter() - t0) * 1000)
                     await s.rollback()
                 for msg in w["warnings"]:

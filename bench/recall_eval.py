@@ -174,7 +174,7 @@ async def main(args: argparse.Namespace) -> int:
                 async with db.sessionmaker() as s:
                     ctx = RequestContext(s, principal, mode_settings, tokenizer, Clock().now(), recall)
                     t0 = time.perf_counter()
-                    w = await build_window(ctx, user, req)
+                    w = await build_window(ctx, user_id=user, req=req)
                     elapsed += time.perf_counter() - t0
                     await s.rollback()
                 level = {p["id"]: p["level"] for sec in w["sections"] for p in sec["items"]}

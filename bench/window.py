@@ -238,7 +238,7 @@ async def main(args: argparse.Namespace) -> int:
                 async with db.sessionmaker() as s:
                     t0 = time.perf_counter()
                     ctx = RequestContext(s, principal, run_settings, tokenizer, Clock().now(), vectors)
-                    w = await build_window(ctx, user, call)
+                    w = await build_window(ctx, user_id=user, req=call)
                     dt = (time.perf_counter() - t0) * 1000
                     await s.rollback()
                 if i >= 50:
@@ -273,7 +273,8 @@ async def main(args: argparse.Namespace) -> int:
                     into.append(dt)
                     recalled += len(found.scores) if into is retrieve_ms else 0
         async with db.sessionmaker() as s:
-            w = await build_window(RequestContext(s, principal, settings, tokenizer, Clock().now(), recall), user, req)
+            ctx = RequestContext(s, principal, settings, tokenizer, Clock().now(), recall)
+            w = await build_window(ctx, user_id=user, req=req)
             await s.rollback()
         from_elsewhere = sum(1 for sec in w["sections"] for p in sec["items"] if p["reason"].startswith("recalled"))
 

@@ -23,5 +23,5 @@ async def window(
     ctx: ContextDep,
     idem: IdempotencyDep,
 ) -> Response:
-    result = await service.build_window(ctx, user_id, body)
+    result = await service.build_window(ctx, user_id=user_id, req=body)
     return await idem.respond_data(result, 200)

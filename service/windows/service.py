@@ -103,7 +103,7 @@ def budget_of(req: WindowRequest, settings: Settings) -> int:
     return min(req.context_limit - req.reserve_tokens, int(watermark * req.context_limit))
 
 
-async def build_window(ctx: RequestContext, user_id: str, req: WindowRequest) -> dict[str, Any]:
+async def build_window(ctx: RequestContext, *, user_id: str, req: WindowRequest) -> dict[str, Any]:
     principal, settings = ctx.principal, ctx.settings
     principal.require(Permission.ITEMS_READ)
     if req.archive_dropped:

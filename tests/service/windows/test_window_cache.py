@@ -48,7 +48,7 @@ class Windows:
         principal = Principal(tenant_id=self.tenant.tenant_id, key_id=uuid.uuid4(), role="agent")
         async with self.db.sessionmaker() as session:
             ctx = RequestContext(session, principal, settings, self.app.state.tokenizer, now)
-            window = await build_window(ctx, USER, WindowRequest.model_validate(body))
+            window = await build_window(ctx, user_id=USER, req=WindowRequest.model_validate(body))
             await session.rollback()
         return pydantic_core.to_json(window)
 
@@ -243,7 +243,7 @@ async def test_a_transaction_that_wrote_neither_reads_nor_fills_the_cache(
         await create_items(
             ctx, user_id=USER, items=[ItemCreate(type="fact", content="uncommitted fact", source="user")], batch=False
         )
-        window = await build_window(ctx, USER, WindowRequest.model_validate(BODY))
+        window = await build_window(ctx, user_id=USER, req=WindowRequest.model_validate(BODY))
         await session.rollback()
     assert "uncommitted fact" in window["text"]
     assert (CACHE.hits, CACHE.misses, CACHE.stores) == counts
