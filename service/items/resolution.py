@@ -78,10 +78,10 @@ def _stored(row: dict[str, Any]) -> dict[str, Any]:
 
 async def resolve_rows(
     session: AsyncSession,
+    *,
     principal: Principal,
     user_id: str,
     rows: list[dict[str, Any]],
-    *,
     now: datetime,
     batch: bool,
 ) -> Plan:

@@ -153,9 +153,9 @@ async def create_items(
             }
         )
 
-    attach_levels(ctx.tokenizer, user_id, rows)
+    attach_levels(ctx.tokenizer, user_id=user_id, rows=rows)
     await users.ensure_user(ctx, user_id=user_id)
-    plan = await resolve_rows(ctx.session, principal, user_id, rows, now=now, batch=batch)
+    plan = await resolve_rows(ctx.session, principal=principal, user_id=user_id, rows=rows, now=now, batch=batch)
     # Retirements first: the new active rows must not meet the old ones in the one-active-per-slot index.
     await repository.apply_updates(ctx.session, list(plan.updates.values()))
     await repository.insert_items(ctx.session, rows)
@@ -187,7 +187,7 @@ def _resolved(row: dict[str, Any]) -> bool:
     return row["key"] is not None or row["corrects"] is not None
 
 
-def attach_levels(tokenizer: Tokenizer, user_id: str, rows: Sequence[dict[str, Any]]) -> None:
+def attach_levels(tokenizer: Tokenizer, *, user_id: str, rows: Sequence[dict[str, Any]]) -> None:
     """Derive L1..L4 for each row and count them in one tokenizer call (scoring/compress.py)."""
     derived = [derive_row_levels(r, user_id) for r in rows]
     counts = tokenizer.count_many([t for texts in derived for t in texts])

@@ -48,7 +48,7 @@ async def plan_for(
 ) -> Plan:
     principal = Principal(tenant_id=tenant.tenant_id, key_id=uuid.uuid4(), role="agent")
     async with session_scope(db) as session:
-        return await resolve_rows(session, principal, USER, rows, now=now, batch=batch)
+        return await resolve_rows(session, principal=principal, user_id=USER, rows=rows, now=now, batch=batch)
 
 
 def actions(plan: Plan) -> list[tuple[str, str | None, Any]]:
