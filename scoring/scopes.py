@@ -4,8 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Final
 
 from scoring.items import SCOPE_ID_FIELD
+
+# Scopes that apply in every context; each other scope applies only inside its own instance, named by the
+# id field SCOPE_ID_FIELD gives it (in this order: session, task, stage, step). The window's SQL is built
+# from these two (service/windows/repository.py), so the rule is written once.
+EVERYWHERE: Final = ("user", "global")
+INSTANCE_SCOPES: Final = tuple(SCOPE_ID_FIELD)
 
 # Narrow to broad. A narrower item with the same key overrides a broader one, inside its own instance only.
 SCOPE_ORDER: dict[str, int] = {"step": 0, "stage": 1, "task": 2, "session": 3, "user": 4, "global": 5}
@@ -46,7 +53,7 @@ class Scoped:
 
 def applies(item: Scoped, ctx: ScopeContext) -> bool:
     """User and global items apply everywhere; the others only inside their own instance."""
-    if item.scope in ("user", "global"):
+    if item.scope in EVERYWHERE:
         return True
     return ctx.ref_for(item.scope) == item.scope_ref
 

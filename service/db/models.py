@@ -14,6 +14,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql as pg
 from sqlmodel import Field, SQLModel
 
+from scoring.scopes import EVERYWHERE
 from scoring.window_policy import STANDING_STATUSES, STANDING_TYPES
 
 NAMING_CONVENTION = {
@@ -68,10 +69,10 @@ def active_sql(alias: str | None = None) -> str:
 # and global items that are or may be pinned, and the items of a narrower scope than the user's. Both are
 # partial-index predicates, so the window's SQL repeats them word for word.
 STANDING_ITEM = (
-    f"{_in('status', ACTIVE_STATUSES)} AND scope IN ('user', 'global')"
+    f"{_in('status', ACTIVE_STATUSES)} AND {_in('scope', EVERYWHERE)}"
     f" AND ({_in('type', STANDING_TYPES)} OR {_in('status', STANDING_STATUSES)})"
 )
-SCOPED_ITEM = f"{_in('status', ACTIVE_STATUSES)} AND scope NOT IN ('user', 'global')"
+SCOPED_ITEM = f"{_in('status', ACTIVE_STATUSES)} AND scope NOT IN ({', '.join(repr(s) for s in EVERYWHERE)})"
 # The turns of a conversation: episodes that name their session (relevance in context, windows/recall.py).
 CONVERSATION_ITEM = "type = 'episode' AND session_id IS NOT NULL"
 

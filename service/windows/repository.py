@@ -11,6 +11,7 @@ from typing import Any
 import asyncpg
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from scoring.scopes import EVERYWHERE, INSTANCE_SCOPES
 from service.db.engine import driver_connection
 from service.db.models import SCOPED_ITEM, STANDING_ITEM, active_sql
 
@@ -39,11 +40,25 @@ class Row(asyncpg.Record):
 # reused only after 2^32 transactions, and then only an unchanged count and a 64-bit hash collision
 # would hide a change.
 _ACTIVE = active_sql()
+_EVERYWHERE = f"scope IN ({', '.join(repr(s) for s in EVERYWHERE)})"
+
+
+def _in_instance(first: int, alias: str = "") -> str:
+    """scoring.scopes.applies for the instance scopes, the instance ids bound from ``$first`` on (in
+    INSTANCE_SCOPES order: session, task, stage, step)."""
+    a = f"{alias}." if alias else ""
+    return " OR ".join(f"({a}scope = '{s}' AND {a}scope_ref = ${first + i})" for i, s in enumerate(INSTANCE_SCOPES))
+
+
+def _applies(first: int, alias: str = "") -> str:
+    """scoring.scopes.applies as SQL: everywhere-scopes, or the item's own instance."""
+    a = f"{alias}." if alias else ""
+    return f"({a}{_EVERYWHERE} OR {_in_instance(first, alias)})"
+
+
 _ITEMS_WHERE = f"""
 WHERE tenant_id = $1 AND user_id = $2 AND {_ACTIVE}
-  AND (scope IN ('user', 'global')
-       OR (scope = 'session' AND scope_ref = $3) OR (scope = 'task' AND scope_ref = $4)
-       OR (scope = 'stage' AND scope_ref = $5) OR (scope = 'step' AND scope_ref = $6))
+  AND {_applies(3)}
   AND ($7::text[] IS NULL OR domain IS NULL OR domain = ANY($7::text[]))
 """
 # The window's rows: the standing candidates of every window — the user's (and global) items of the types
@@ -63,11 +78,10 @@ _ROWS = f"""
 UNION ALL
 (SELECT {{cols}} FROM context_item
  WHERE tenant_id = $1 AND user_id = $2 AND {SCOPED_ITEM} AND scope_ref IN ($3, $4, $5, $6)
-   AND ((scope = 'session' AND scope_ref = $3) OR (scope = 'task' AND scope_ref = $4)
-        OR (scope = 'stage' AND scope_ref = $5) OR (scope = 'step' AND scope_ref = $6)) AND {_DOMAINS})
+   AND ({_in_instance(3)}) AND {_DOMAINS})
 UNION ALL
 (SELECT {{cols}} FROM context_item
- WHERE tenant_id = $1 AND user_id = $2 AND {_ACTIVE} AND scope IN ('user', 'global') AND NOT ({STANDING_ITEM})
+ WHERE tenant_id = $1 AND user_id = $2 AND {_ACTIVE} AND {_EVERYWHERE} AND NOT ({STANDING_ITEM})
    AND {_DOMAINS}
  ORDER BY id DESC LIMIT $8)
 """
@@ -80,9 +94,7 @@ _APPLICABLE_COUNT_SQL = f"SELECT count(*) FROM context_item {_ITEMS_WHERE}"
 # the same rows is what bench.window's raw-fetch baseline runs.
 _RETRIEVED_SQL = f"""
 SELECT {_COLUMNS}, {_VERSION} AS version,
-       (scope IN ('user', 'global')
-        OR (scope = 'session' AND scope_ref = $6) OR (scope = 'task' AND scope_ref = $7)
-        OR (scope = 'stage' AND scope_ref = $8) OR (scope = 'step' AND scope_ref = $9)) AS applicable
+       {_applies(6)} AS applicable
 FROM context_item
 WHERE tenant_id = $1 AND user_id = $2 AND id = ANY($3::uuid[]) AND {_ACTIVE}
   AND (expires_at IS NULL OR expires_at > $4) AND ($5::text[] IS NULL OR domain IS NULL OR domain = ANY($5::text[]))
@@ -100,9 +112,7 @@ _HELD_COLUMNS = ", ".join(
 )
 _RETRIEVED_HELD_SQL = f"""
 SELECT {_HELD_COLUMNS}, c.version, h.held_at AS held,
-       (c.scope IN ('user', 'global')
-        OR (c.scope = 'session' AND c.scope_ref = $6) OR (c.scope = 'task' AND c.scope_ref = $7)
-        OR (c.scope = 'stage' AND c.scope_ref = $8) OR (c.scope = 'step' AND c.scope_ref = $9)) AS applicable
+       {_applies(6, "c")} AS applicable
 FROM unnest($3::text::uuid[]) WITH ORDINALITY AS o(id, n)
 CROSS JOIN LATERAL (
     SELECT {_COLUMNS}, {_VERSION} AS version FROM context_item
@@ -197,7 +207,7 @@ async def applicable_count(driver: Any, args: tuple[Any, ...]) -> int:
 # shows next (service.windows.service: only when every candidate fitted whole). Active and unexpired.
 _OLDER_SQL = f"""
 SELECT {_COLUMNS} FROM context_item
-WHERE tenant_id = $1 AND user_id = $2 AND {_ACTIVE} AND scope IN ('user', 'global') AND NOT ({STANDING_ITEM})
+WHERE tenant_id = $1 AND user_id = $2 AND {_ACTIVE} AND {_EVERYWHERE} AND NOT ({STANDING_ITEM})
   AND {_DOMAINS.replace("$7", "$6")} AND id < $3 AND (expires_at IS NULL OR expires_at > $4)
 ORDER BY id DESC LIMIT $5
 """

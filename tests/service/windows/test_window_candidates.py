@@ -5,6 +5,7 @@ no more rows than one with a hundred."""
 from __future__ import annotations
 
 import random
+from datetime import UTC, datetime
 
 import httpx
 
@@ -15,6 +16,7 @@ from service.windows import repository
 from tests.conftest import TenantKeys
 from tests.service.windows.test_window_recall import placed, seed, window
 
+EARLY = datetime(2000, 1, 1, tzinfo=UTC)  # "now" for reads that must find every item unexpired
 LAG = "PostgreSQL replication lag on the orders replica reached 45 seconds during the nightly batch."
 TOPICS = ["gardening", "soup recipes", "spring holidays", "a cycling trip", "the school play", "a new sofa"]
 
@@ -109,3 +111,48 @@ async def test_a_window_with_room_to_spare_shows_older_items_too(
     assert set(ids) <= set(placed(w)) and w["mode"] == "full" and w["not_retrieved"] == 0
     tight = await window(client, tenant, "roomy", input="qqqq", max_tokens=300)
     assert tight["tokens"]["used"] <= 300 and tight["not_retrieved"] > 0  # no room: only the candidates
+
+
+async def test_the_window_sql_applies_scopes_as_scoring_does(
+    client: httpx.AsyncClient, tenant: TenantKeys, db: Database
+) -> None:
+    """The SQL of the window's reads is built from scoring.scopes (EVERYWHERE, INSTANCE_SCOPES): for items of
+    every scope and instance, read from several places, it keeps exactly the items ``scopes.applies`` keeps."""
+    from scoring.items import SCOPE_ID_FIELD
+    from scoring.scopes import ScopeContext, Scoped, applies, scope_ref
+
+    rnd = random.Random(5)
+    items: list[dict[str, object]] = []
+    for i in range(60):
+        scope = rnd.choice(["user", "global", "session", "task", "stage", "step"])
+        body: dict[str, object] = {"type": "fact", "content": f"scoped fact {i}", "scope": scope}
+        field = SCOPE_ID_FIELD.get(scope)
+        if field is not None:
+            body[field] = rnd.choice(["a", "b"])
+        items.append(body)
+    r = await client.post("/v1/users/scopes/items/batch", json={"items": items}, headers=tenant.admin)
+    assert r.status_code == 201, r.text
+    written = r.json()["items"]
+    ids = [i["id"] for i in written]
+    for where in [{}, {"session": "a"}, {"session": "b", "task": "a"}, {"stage": "a", "step": "b"},
+                  {"session": "a", "task": "b", "stage": "b", "step": "a"}]:  # fmt: skip
+        ctx = ScopeContext(**{f"{k}_id": v for k, v in where.items()})
+        expected = {
+            i["id"] for i in written if applies(Scoped(i["id"], None, i["scope"], scope_ref(i["scope"], i)), ctx)
+        }
+        async with db.sessionmaker() as s:
+            rows, applicable = await repository.window_items(
+                s, tenant_id=tenant.tenant_id, user_id="scopes", refs=where, domains=None, recent=1000
+            )
+            retrieved = await repository.retrieved_items(
+                s,
+                tenant_id=tenant.tenant_id,
+                user_id="scopes",
+                ids=ids,
+                refs=where,
+                domains=None,
+                now=EARLY,
+            )
+        assert {str(r["id"]) for r in rows} == expected and applicable == len(expected), where
+        assert {str(row["id"]) for row, fits in retrieved if fits} == expected, where
+        assert len(expected) < len(ids) or where == {"session": "a", "task": "b", "stage": "b", "step": "a"}
