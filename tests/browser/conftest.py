@@ -20,11 +20,9 @@ from typing import Any
 
 import pytest
 
-from service.db import migrate
-from service.db.engine import Database, create_database
-from service.settings import Settings
+from service.db.engine import Database
 from tests.conftest import TenantKeys, make_tenant
-from tests.proof.conftest import drop_database, fresh_database
+from tests.proof.conftest import migrated_database
 from tests.proof.live import LiveServer, start_server
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -80,17 +78,12 @@ class Offline:
 
 @pytest.fixture(scope="module")
 async def site(server_url: str, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Site]:
-    url = await fresh_database(server_url, "ctxmem_browser")
-    settings = Settings(database_url=url, data_dir=tmp_path_factory.mktemp("browser-data"), tokenizer="estimate")
-    db = create_database(url, settings)
-    await migrate.upgrade(db.engine)
-    server = await asyncio.to_thread(start_server, url, tmp_path_factory.mktemp("browser-live"))
-    try:
-        yield Site(server, await make_tenant(db), db)
-    finally:
-        await asyncio.to_thread(server.stop)
-        await db.dispose()
-        await drop_database(server_url, url)
+    async with migrated_database(server_url, "ctxmem_browser", tmp_path_factory.mktemp("browser-data")) as proof:
+        server = await asyncio.to_thread(start_server, proof.url, tmp_path_factory.mktemp("browser-live"))
+        try:
+            yield Site(server, await make_tenant(proof.db), proof.db)
+        finally:
+            await asyncio.to_thread(server.stop)
 
 
 @pytest.fixture(scope="module")

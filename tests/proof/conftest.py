@@ -8,6 +8,7 @@ not find another process applying it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import secrets
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -49,15 +50,23 @@ async def drop_database(server_url: str, url: str) -> None:
         await conn.close()
 
 
+@contextlib.asynccontextmanager
+async def migrated_database(server_url: str, prefix: str, data_dir: Path) -> AsyncIterator[ProofDatabase]:
+    """A fresh, migrated database of its own on the session's server, dropped at the end."""
+    url = await fresh_database(server_url, prefix)
+    db = create_database(url, Settings(database_url=url, data_dir=data_dir, tokenizer="estimate"))
+    await migrate.upgrade(db.engine)
+    try:
+        yield ProofDatabase(url, db)
+    finally:
+        await db.dispose()
+        await drop_database(server_url, url)
+
+
 @pytest.fixture(scope="module")
 async def proof_db(server_url: str, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[ProofDatabase]:
-    url = await fresh_database(server_url, "ctxmem_proof")
-    settings = Settings(database_url=url, data_dir=tmp_path_factory.mktemp("proof-data"), tokenizer="estimate")
-    db = create_database(url, settings)
-    await migrate.upgrade(db.engine)
-    yield ProofDatabase(url, db)
-    await db.dispose()
-    await drop_database(server_url, url)
+    async with migrated_database(server_url, "ctxmem_proof", tmp_path_factory.mktemp("proof-data")) as proof:
+        yield proof
 
 
 @pytest.fixture(scope="module")
