@@ -168,8 +168,8 @@ async def job_reindex(ctx: JobContext) -> dict[str, int]:
     worker = recall.worker if recall is not None else outbox_worker(ctx.db, ctx.settings)
     try:
         async with session_scope(ctx.db) as session:
-            revived = await revive_dead(session)  # changes set aside get another chance
-            total = (await outbox_lag(session)).pending
+            revived = await revive_dead(session, now=worker.clock.now())  # changes set aside get another chance
+            total = (await outbox_lag(session, now=worker.clock.now())).pending
         applied = 0
         while True:
             n = await worker.drain_once()

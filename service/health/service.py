@@ -60,7 +60,7 @@ async def readiness(
         if ready:
             try:
                 async with session_scope(db) as session:
-                    outbox = await lag(session)
+                    outbox = await lag(session, now=vectors.worker.clock.now())
                 state["outbox_pending"], state["outbox_oldest_seconds"] = (
                     outbox.pending,
                     round(outbox.oldest_seconds, 3),

@@ -54,24 +54,30 @@ class Lag:
     dead: int = 0  # changes set aside (not counted in pending or oldest_seconds)
 
 
-async def lag(session: AsyncSession) -> Lag:
+async def lag(session: AsyncSession, *, now: datetime) -> Lag:
+    """How far the outbox is behind at ``now`` (the worker's clock, like ``created_at``): the changes
+    waiting, the age of the oldest of them, and the dead letters (which count in neither)."""
     row = (
         await session.execute(
             text(
                 "SELECT count(*) FILTER (WHERE dead_at IS NULL) AS pending, "
                 "count(*) FILTER (WHERE dead_at IS NOT NULL) AS dead, "
-                "COALESCE(EXTRACT(EPOCH FROM now() - min(created_at) FILTER (WHERE dead_at IS NULL)), 0) AS oldest "
+                "min(created_at) FILTER (WHERE dead_at IS NULL) AS oldest "
                 "FROM vector_outbox"
             )
         )
     ).one()
-    return Lag(int(row.pending), max(0.0, float(row.oldest)), int(row.dead))
+    oldest = 0.0 if row.oldest is None else (now - row.oldest).total_seconds()
+    return Lag(int(row.pending), max(0.0, oldest), int(row.dead))
 
 
-async def revive_dead(session: AsyncSession) -> int:
-    """Give the changes set aside another chance (the reindex job, after a fix)."""
+async def revive_dead(session: AsyncSession, *, now: datetime) -> int:
+    """Give the changes set aside another chance, due at ``now`` (the reindex job, after a fix)."""
     result = await session.execute(
-        text("UPDATE vector_outbox SET dead_at = NULL, attempts = 0, next_attempt_at = now() WHERE dead_at IS NOT NULL")
+        text(
+            "UPDATE vector_outbox SET dead_at = NULL, attempts = 0, next_attempt_at = :now WHERE dead_at IS NOT NULL"
+        ),
+        {"now": now},
     )
     return int(result.rowcount or 0)  # type: ignore[attr-defined]
 

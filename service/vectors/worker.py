@@ -13,6 +13,7 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from scoring.backoff import retry_delay
 from service.clock import Clock
 from service.db.engine import Database, session_scope
 from service.db.models import ACTIVE_STATUSES
@@ -47,8 +48,8 @@ class OutboxWorker:
         self.batch_size = batch_size
         self.max_backoff = max_backoff
         self.max_attempts = max_attempts
-        # What is due, and when a failed change is due again, is read from this clock (not the database's),
-        # so a test moves time instead of waiting out a backoff.
+        # What is due, when a failed change is due again and how far behind the outbox is are read from
+        # this clock (never the database's), so a test moves time instead of waiting out a backoff.
         self.clock = clock or Clock()
         self.applied = 0
         self.failures = 0
@@ -119,7 +120,7 @@ class OutboxWorker:
     ) -> None:
         attempts = row.attempts + 1
         dead = counts and attempts >= self.max_attempts
-        delay = min(self.max_backoff, 0.5 * 2**attempts)
+        delay = retry_delay(attempts, max_seconds=self.max_backoff)
         error = f"{type(exc).__name__}: {exc}"[:2000]
         if dead:
             self.dead += 1
@@ -218,7 +219,7 @@ class OutboxWorker:
                 last_report = time.monotonic()
                 with contextlib.suppress(Exception):
                     async with session_scope(self.db) as session:
-                        on_lag(await repository.lag(session))
+                        on_lag(await repository.lag(session, now=self.clock.now()))
             try:
                 n = await self.drain_once()
                 self.outage.recovered()

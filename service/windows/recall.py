@@ -98,7 +98,7 @@ async def relevance(
         if recall is None:
             problem = "vector recall is off"
         elif waited > settings.vector_max_lag_seconds:
-            behind = await lag(session)
+            behind = await lag(session, now=now)
             problem = f"the vector index is {behind.oldest_seconds:.0f}s behind ({behind.pending} changes queued)"
         elif isinstance(vec, Exception):
             problem = f"vector index unavailable ({type(vec).__name__})"

@@ -100,17 +100,22 @@ async def test_reschedule_and_retire(session: AsyncSession, tenant_id: str) -> N
 async def test_lag_counts_pending_and_dead_and_revive_brings_the_dead_back(
     session: AsyncSession, tenant_id: str
 ) -> None:
-    before = await repository.lag(session)
-    an_hour_ago = (await session.execute(text("SELECT now()"))).scalar_one() - timedelta(hours=1)  # lag's clock
-    await repository.enqueue_sync(session, tenant_id, "u", [uuid.uuid4(), uuid.uuid4()], an_hour_ago)
-    _, dead = await mine(session, tenant_id, now=an_hour_ago)
+    # Far in the past, so that these are the oldest changes whatever other tests left in the outbox.
+    written = datetime(2000, 1, 1, tzinfo=UTC)
+    an_hour_later = written + timedelta(hours=1)
+    before = await repository.lag(session, now=an_hour_later)
+    await repository.enqueue_sync(session, tenant_id, "u", [uuid.uuid4(), uuid.uuid4()], written)
+    _, dead = await mine(session, tenant_id, now=written)
     await repository.reschedule(session, change_id=dead.id, attempts=8, error="E", retry_at=AT, dead_at=AT)
-    during = await repository.lag(session)
+    during = await repository.lag(session, now=an_hour_later)
     assert (during.pending - before.pending, during.dead - before.dead) == (1, 1)
-    assert during.oldest_seconds >= 3600  # the pending change is an hour old
-    assert await repository.revive_dead(session) == before.dead + 1
+    assert during.oldest_seconds == 3600  # the pending change is an hour old by the clock passed in
+    assert (await repository.lag(session, now=written - timedelta(seconds=5))).oldest_seconds == 0  # never negative
+    revived_at = an_hour_later + timedelta(minutes=1)
+    assert await repository.revive_dead(session, now=revived_at) == before.dead + 1
     revived = [r for r in await rows(session, tenant_id) if r.attempts == 0]
     assert len(revived) == 2 and all(r.dead_at is None for r in revived)
+    assert {r.next_attempt_at for r in revived} == {written, revived_at}  # due again at the time passed in
 
 
 async def test_lock_users_shared_names_the_users_being_erased(db: Database, session: AsyncSession) -> None:

@@ -106,7 +106,7 @@ async def test_index_outage_loses_nothing(
     index = QdrantEdgeIndex(tmp_path / "vectors", dim=settings.embedding_dim)  # back up
     await index.ensure_collection()
     worker.index = index
-    clock.at += timedelta(seconds=0.9)  # the first retry is due after one second (0.5 s * 2**1): not yet
+    clock.at += timedelta(seconds=0.9)  # the first retry is due after one second (scoring.backoff): not yet
     await worker.drain()
     assert (await outbox_state(db, tenant.tenant_id))[:2] == (7, 1)
     clock.at += timedelta(seconds=0.2)
@@ -148,9 +148,9 @@ async def requeue(db: Database, tenant: str, user: str, ids: list[str]) -> None:
         await conn.execute(
             text(
                 "INSERT INTO vector_outbox (tenant_id, user_id, item_id, op, created_at, next_attempt_at) "
-                "SELECT :t, :u, i, 'sync', now(), now() FROM unnest(CAST(:ids AS uuid[])) AS i"
+                "SELECT :t, :u, i, 'sync', :now, :now FROM unnest(CAST(:ids AS uuid[])) AS i"
             ),
-            {"t": tenant, "u": user, "ids": ids},
+            {"t": tenant, "u": user, "ids": ids, "now": Clock().now()},  # the worker's clock, not the database's
         )
 
 
@@ -245,7 +245,8 @@ async def test_a_change_that_fails_alone_is_set_aside_not_blocking_the_rest(
     index = QdrantEdgeIndex(tmp_path / "picky", dim=settings.embedding_dim)
     await index.ensure_collection()
     embedder = PickyEmbedder(settings.embedding_dim)
-    worker = OutboxWorker(db, index, embedder, batch_size=1000, max_backoff=1, max_attempts=3)
+    clock = FixedClock(Clock().now())
+    worker = OutboxWorker(db, index, embedder, batch_size=1000, max_backoff=1, max_attempts=3, clock=clock)
     await worker.drain()  # catch up with what other tests queued
     t = tenant.tenant_id
     items = [{"type": "fact", "content": f"fine note {i}"} for i in range(4)] + [
@@ -253,6 +254,7 @@ async def test_a_change_that_fails_alone_is_set_aside_not_blocking_the_rest(
     ]
     r = await client.post("/v1/users/x/items/batch", json={"items": items}, headers=tenant.agent)
     poison = r.json()["items"][4]["id"]
+    clock.at = Clock().now()  # the worker's clock catches up with the writes
     assert await worker.drain_once() == 4  # the others are applied at once
     assert await index.count(tenant_id=t, user_id="x") == 4
 
@@ -267,14 +269,12 @@ async def test_a_change_that_fails_alone_is_set_aside_not_blocking_the_rest(
 
     assert await state() == (1, False)
     for attempts in (2, 3):
-        async with db.engine.begin() as conn:  # fast-forward the backoff
-            await conn.execute(
-                text("UPDATE vector_outbox SET next_attempt_at = now() WHERE item_id = :i"), {"i": poison}
-            )
+        assert await worker.drain_once() == 0  # not due yet: it backs off
+        clock.at += timedelta(seconds=1)  # fast-forward the backoff (capped at max_backoff = 1 s)
         assert await worker.drain_once() == -1
         assert await state() == (attempts, attempts == 3)
     async with session_scope(db) as s:
-        behind = await lag(s)
+        behind = await lag(s, now=clock.now())
         found, _, _ = await lexical_ranking(s, tenant_id=t, user_id="x", query="pill", limit=5, now=Clock().now())
     assert behind.dead >= 1 and behind.oldest_seconds < 5  # set aside: no longer lag, so windows trust the index
     assert [i for i, _ in found] == [poison]  # and full-text search has it all along
@@ -282,7 +282,7 @@ async def test_a_change_that_fails_alone_is_set_aside_not_blocking_the_rest(
 
     embedder.picky = False  # the model is fixed; an operator runs the reindex job
     async with session_scope(db) as s:
-        assert await revive_dead(s) >= 1
+        assert await revive_dead(s, now=clock.now()) >= 1
     await worker.drain()
     assert await index.count(tenant_id=t, user_id="x") == 5
     await index.close()
@@ -293,16 +293,16 @@ async def test_an_outage_never_sets_changes_aside(
 ) -> None:
     index = QdrantEdgeIndex(tmp_path / "down", dim=settings.embedding_dim)
     await index.ensure_collection()
+    clock = FixedClock(Clock().now())
     worker = OutboxWorker(db, index, HashingEmbedder(dim=settings.embedding_dim), batch_size=1000, max_backoff=1,
-                          max_attempts=1)  # fmt: skip
+                          max_attempts=1, clock=clock)  # fmt: skip
     await worker.drain()
     await index.close()
     await client.post("/v1/users/y/items", json={"type": "fact", "content": "while down"}, headers=tenant.agent)
+    clock.at = Clock().now()  # the worker's clock catches up with the write
     for _ in range(3):
-        async with db.engine.begin() as conn:
-            await conn.execute(text("UPDATE vector_outbox SET next_attempt_at = now() WHERE tenant_id = :t"),
-                               {"t": tenant.tenant_id})  # fmt: skip
         assert await worker.drain_once() == -1
+        clock.at += timedelta(seconds=1)  # fast-forward the backoff (capped at max_backoff = 1 s)
     async with db.engine.connect() as conn:
         row = (
             await conn.execute(
