@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from schemas.items import ItemCreate
@@ -29,7 +30,7 @@ from service.settings import Settings
 from service.tokenizer import Tokenizer
 from service.windows import recall, repository
 from service.windows.cache import CACHE
-from service.windows.state import UserState, item_element, retrieved_elements
+from service.windows.state import UserState, Variant, item_element, retrieved_elements
 
 # BPEs whose pre-tokenizer never puts a newline and a following "#" into one piece: a window text counts
 # as the sum of its section blocks (scoring.window.assemble_prepared, count_blocks; checked against the
@@ -104,80 +105,42 @@ def budget_of(req: WindowRequest, settings: Settings) -> int:
 
 
 async def build_window(ctx: RequestContext, *, user_id: str, req: WindowRequest) -> dict[str, Any]:
+    """The window for this request (docs/design.md §3.6): the request's own history and pinned text, the
+    user's standing rows (cached), the retrieved items, one selection under the budget — and, when that
+    leaves room with every candidate whole, a second one that adds the user's next older items."""
     principal, settings = ctx.principal, ctx.settings
     principal.require(Permission.ITEMS_READ)
     if req.archive_dropped:
         principal.require(Permission.ITEMS_WRITE)
     count = cached_counter(ctx.tokenizer)
     budget = budget_of(req, settings)
-
-    raw_messages = [m.model_dump(exclude_none=True) for m in req.messages]
-    try:
-        history.validate(raw_messages)
-    except history.HistoryError as exc:
-        raise HistoryInvalid(str(exc), index=exc.index) from exc
-    message_tokens = [history.message_tokens(m, count) for m in raw_messages]
-    units = history.units(raw_messages, message_tokens)
-    tools_tokens = (
-        count(json.dumps(req.tools, sort_keys=True, separators=(",", ":"), ensure_ascii=False)) if req.tools else 0
-    )
+    turn = _turn(req, count)
 
     await repository.prefer_generic_plans(ctx.session)
     state = await _user_state(ctx, user_id, req, count)
     variant = state.variant(pin_goal=req.goal is None, pin_plan=req.plan is None)
-    extra: list[Element] = []
-    if req.goal:
-        extra.append(pinned_element("request:goal", "goal", req.goal, "pinned: goal of this request", count))
-    if req.plan:
-        extra.append(pinned_element("request:plan", "plan", req.plan, "pinned: plan of this request", count))
-    extra.append(pinned_element("request:input", "input", req.input, "pinned: latest input", count, verbatim=True))
-
-    # An item repeating pinned text (the request's, then pinned items', first claim wins) is an index line.
-    pinned_norm: dict[str, str] = {}
-    for e in extra:
-        pinned_norm.setdefault(normalize_value(None, e.texts[0]), e.id)
-    for norm, eid in variant.pinned_norms:
-        pinned_norm.setdefault(norm, eid)
-    longest_pinned = 2 * max(max(len(e.texts[0]) for e in extra), variant.longest_pinned) + 16
-    repeats = variant.repeats(pinned_norm, longest_pinned)
+    repeats = _repeats_of_pinned(variant, turn.pinned)
     found, retrieved, left_out, applicable = await _retrieve(ctx, user_id, req, state, count)
 
     def assemble(loose: Sequence[Element]) -> Any:
         return assemble_prepared(
             variant.prepared,
-            extra=extra,
+            extra=turn.pinned,
             loose_extra=loose,
             relevance=found.scores,
             repeats=repeats,
-            units=units,
+            units=turn.units,
             budget=budget,
-            tools_tokens=tools_tokens,
+            tools_tokens=turn.tools_tokens,
             count=count,
             count_blocks=count.blocks if count.additive else None,
             query=req.query or req.input,
         )
 
     outcome = assemble(retrieved)
-    # Room to spare, every candidate whole, and the user has older items: show the next newest of them
-    # (one more bounded read), as a sliding window would, rather than leave the budget unused.
     room = budget - outcome.used if not isinstance(outcome, TooSmall) else 0
     if room >= MIN_ROOM_TOKENS and outcome.cut == 0 and state.newest_floor is not None:
-        have = {e.id for e in retrieved}
-        rows = await repository.older_items(
-            ctx.session,
-            tenant_id=ctx.principal.tenant_id,
-            user_id=user_id,
-            before=state.newest_floor,
-            domains=sorted(set(req.domains)) if req.domains else None,
-            now=ctx.now,
-            limit=min(MAX_OLDER_ITEMS, room // MIN_ITEM_TOKENS),
-        )
-        older = [
-            item_element(r, user_id=user_id, count=count, model=state.model, day=state.day)
-            for r in rows
-            if str(r["id"]) not in have
-        ]
-        older = [e for e in older if not e.pinned]
+        older = await _older_elements(ctx, user_id, req, state, count, room=room, have={e.id for e in retrieved})
         if older:
             applicable += len(older)
             outcome = assemble([*retrieved, *older])
@@ -187,19 +150,111 @@ async def build_window(ctx: RequestContext, *, user_id: str, req: WindowRequest)
             required=outcome.required,
             budget=outcome.budget,
         )
-    # The user's items that apply here but were neither standing, among the newest, nor retrieved.
-    not_retrieved = max(0, state.applicable - len(state.known) - applicable)
 
     archived_id = None
-    dropped_idx = sorted(set(range(len(raw_messages))) - set(outcome.kept_messages))
-    if req.archive_dropped and dropped_idx:
-        archived_id = await _archive(ctx, user_id, req, [raw_messages[i] for i in dropped_idx])
+    kept = set(outcome.kept_messages)
+    dropped = [m for i, m in enumerate(turn.messages) if i not in kept]
+    if req.archive_dropped and dropped:
+        archived_id = await _archive(ctx, user_id, req, dropped)
+    return _response(
+        outcome,
+        budget=budget,
+        turn=turn,
+        state=state,
+        found=found,
+        left_out=left_out,
+        # The user's items that apply here but were neither standing, among the newest, nor retrieved.
+        not_retrieved=max(0, state.applicable - len(state.known) - applicable),
+        archived_id=archived_id,
+    )
 
-    omitted = [{"id": i, "reason": r} for i, r in (*state.omitted, *left_out)] + [
-        {"id": i, "reason": r} for i, r in outcome.omitted
-    ]
-    # Plain data, serialised once by the endpoint: the hot path skips model validation of ~1,000 items.
-    # Its shape is WindowResponse (tests validate responses against it).
+
+@dataclass(frozen=True)
+class Turn:
+    """What the request itself brings: its history (validated, counted, grouped into the units that are
+    kept or dropped together), the tokens of its tool definitions and its pinned elements (goal, plan,
+    latest input)."""
+
+    messages: list[dict[str, Any]]
+    units: list[history.Unit]
+    tools_tokens: int
+    pinned: list[Element]
+
+
+def _turn(req: WindowRequest, count: TokenCounter) -> Turn:
+    messages = [m.model_dump(exclude_none=True) for m in req.messages]
+    try:
+        history.validate(messages)
+    except history.HistoryError as exc:
+        raise HistoryInvalid(str(exc), index=exc.index) from exc
+    units = history.units(messages, [history.message_tokens(m, count) for m in messages])
+    tools_tokens = (
+        count(json.dumps(req.tools, sort_keys=True, separators=(",", ":"), ensure_ascii=False)) if req.tools else 0
+    )
+    pinned: list[Element] = []
+    if req.goal:
+        pinned.append(pinned_element("request:goal", "goal", req.goal, "pinned: goal of this request", count))
+    if req.plan:
+        pinned.append(pinned_element("request:plan", "plan", req.plan, "pinned: plan of this request", count))
+    pinned.append(pinned_element("request:input", "input", req.input, "pinned: latest input", count, verbatim=True))
+    return Turn(messages, units, tools_tokens, pinned)
+
+
+def _repeats_of_pinned(variant: Variant, request_pinned: Sequence[Element]) -> dict[str, str]:
+    """Items repeating pinned text — the request's, then pinned items' (the first claim wins) — each with
+    the pinned element it repeats: they start at their index line."""
+    pinned_norm: dict[str, str] = {}
+    for e in request_pinned:
+        pinned_norm.setdefault(normalize_value(None, e.texts[0]), e.id)
+    for norm, eid in variant.pinned_norms:
+        pinned_norm.setdefault(norm, eid)
+    longest_pinned = 2 * max(max(len(e.texts[0]) for e in request_pinned), variant.longest_pinned) + 16
+    return variant.repeats(pinned_norm, longest_pinned)
+
+
+async def _older_elements(
+    ctx: RequestContext,
+    user_id: str,
+    req: WindowRequest,
+    state: UserState,
+    count: TokenCounter,
+    *,
+    room: int,
+    have: set[str],
+) -> list[Element]:
+    """Room to spare, every candidate whole, and the user has older items: the next newest of them (one
+    more bounded read), as a sliding window would show, rather than leave the budget unused."""
+    rows = await repository.older_items(
+        ctx.session,
+        tenant_id=ctx.principal.tenant_id,
+        user_id=user_id,
+        before=state.newest_floor,
+        domains=sorted(set(req.domains)) if req.domains else None,
+        now=ctx.now,
+        limit=min(MAX_OLDER_ITEMS, room // MIN_ITEM_TOKENS),
+    )
+    older = (
+        item_element(r, user_id=user_id, count=count, model=state.model, day=state.day)
+        for r in rows
+        if str(r["id"]) not in have
+    )
+    return [e for e in older if not e.pinned]
+
+
+def _response(
+    outcome: Any,
+    *,
+    budget: int,
+    turn: Turn,
+    state: UserState,
+    found: recall.Relevance,
+    left_out: Sequence[tuple[str, str]],
+    not_retrieved: int,
+    archived_id: Any,
+) -> dict[str, Any]:
+    """The response as plain data, serialised once by the endpoint: the hot path skips model validation
+    of ~1,000 items. Its shape is WindowResponse (tests validate responses against it)."""
+    omitted = [{"id": i, "reason": r} for i, r in (*state.omitted, *left_out, *outcome.omitted)]
     sections = [
         {
             "id": s.id,
@@ -216,7 +271,7 @@ async def build_window(ctx: RequestContext, *, user_id: str, req: WindowRequest)
         "mode": outcome.mode,
         "text": outcome.text,
         "sections": sections,
-        "messages": [raw_messages[i] for i in outcome.kept_messages],
+        "messages": [turn.messages[i] for i in outcome.kept_messages],
         "omitted": omitted,
         "warnings": [*state.warnings, *found.warnings],
         "tokens": {
@@ -225,7 +280,7 @@ async def build_window(ctx: RequestContext, *, user_id: str, req: WindowRequest)
             "pinned": outcome.pinned_tokens,
             "text": outcome.text_tokens,
             "messages": outcome.messages_tokens,
-            "tools": tools_tokens,
+            "tools": turn.tools_tokens,
             "sections": {s["id"]: s["tokens"] for s in sections},
         },
         "prefix_tokens": outcome.prefix_tokens,
