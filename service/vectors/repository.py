@@ -74,9 +74,7 @@ async def lag(session: AsyncSession, *, now: datetime) -> Lag:
 async def revive_dead(session: AsyncSession, *, now: datetime) -> int:
     """Give the changes set aside another chance, due at ``now`` (the reindex job, after a fix)."""
     result = await session.execute(
-        text(
-            "UPDATE vector_outbox SET dead_at = NULL, attempts = 0, next_attempt_at = :now WHERE dead_at IS NOT NULL"
-        ),
+        text("UPDATE vector_outbox SET dead_at = NULL, attempts = 0, next_attempt_at = :now WHERE dead_at IS NOT NULL"),
         {"now": now},
     )
     return int(result.rowcount or 0)  # type: ignore[attr-defined]
