@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import json
 import unicodedata
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
 from scoring.items import AUTHORITY_RANK
+from scoring.scopes import EVERYWHERE, SCOPE_ORDER, ScopeContext, Scoped, applies
 
 Rule = Literal["authority", "recency", "confidence", "id", "correction", "reinforcement", "scope-override", "expiry"]
 Outcome = Literal["new", "replaced", "rejected", "reinforced"]
@@ -139,3 +141,13 @@ def check_correction(
             f"a {newcomer_authority} item cannot retire it",
         )
     return CorrectionCheck(True, "user correction")
+
+
+def overridden(item: Scoped, where: ScopeContext, same_key: Iterable[Scoped]) -> list[Scoped]:
+    """The items of ``same_key`` that ``item`` hides inside its own instance ``where`` (docs/design.md §3.2):
+    those of a broader scope (SCOPE_ORDER) that apply there. An item of a scope that applies everywhere
+    (user, global) hides nothing: an override is an instance's exception to what stands everywhere."""
+    if item.scope in EVERYWHERE:
+        return []
+    narrow = SCOPE_ORDER[item.scope]
+    return [o for o in same_key if o.id != item.id and SCOPE_ORDER[o.scope] > narrow and applies(o, where)]

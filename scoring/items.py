@@ -28,6 +28,10 @@ SOURCE_CONFIDENCE: Final[Mapping[str, float]] = {
     "model": 0.5,
 }
 
+# A client clock may run a little ahead; beyond this an observed_at in the future would win every
+# recency tie-break forever, so it is refused.
+MAX_CLOCK_SKEW: Final = timedelta(minutes=5)
+
 # Scopes that only apply inside one instance, and the id field that names that instance.
 SCOPE_ID_FIELD: Final[Mapping[str, str]] = {
     "session": "session_id",
@@ -67,3 +71,15 @@ def default_expires_at(
     if not ttls:
         return None
     return observed_at + timedelta(seconds=min(ttls))
+
+
+def expired(expires_at: datetime | None, *, now: datetime) -> bool:
+    """Whether an item has stopped applying: from its ``expires_at`` on (that instant included); an item
+    with no ``expires_at`` lasts until it is replaced."""
+    return expires_at is not None and expires_at <= now
+
+
+def from_the_future(observed_at: datetime | None, *, now: datetime) -> bool:
+    """Whether a client's ``observed_at`` is refused as in the future: later than ``now`` by more than
+    MAX_CLOCK_SKEW (5 minutes). None (the server's own time is used) never is."""
+    return observed_at is not None and observed_at > now + MAX_CLOCK_SKEW

@@ -5,12 +5,17 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import Any
 
 from schemas.items import ItemCreate, ItemPage, ItemRead
 from scoring.compress import assemble_levels, derive_row_levels
-from scoring.items import SCOPE_ID_FIELD, authority_for_source, default_confidence, default_expires_at
+from scoring.items import (
+    SCOPE_ID_FIELD,
+    authority_for_source,
+    default_confidence,
+    default_expires_at,
+    from_the_future,
+)
 from scoring.scopes import ScopeContext, Scoped, effective, scope_ref
 from service.auth.service import Permission
 from service.context import RequestContext
@@ -24,15 +29,11 @@ from service.errors import (
 from service.events import event, record_events
 from service.ids import uuid7
 from service.items import repository
-from service.items.resolution import resolve_rows
+from service.items.resolution import Plan, resolve_rows
 from service.pagination import decode_cursor, encode_cursor
 from service.tokenizer import Tokenizer
 from service.users import service as users
 from service.vectors.repository import enqueue_sync
-
-# A client clock may run a little ahead; beyond this an observed_at in the future would win every
-# recency tie-break forever, so it is refused.
-MAX_CLOCK_SKEW = timedelta(minutes=5)
 
 
 def _fail(message: str, index: int | None) -> ValidationFailed:
@@ -58,15 +59,30 @@ async def create_items(
 ) -> list[ItemRead]:
     """Validate what the schema cannot, fill server-side defaults, insert items and events at once.
     In a batch the first bad item rejects the whole batch, naming its index."""
-    principal, settings, now = ctx.principal, ctx.settings, ctx.now
-    principal.require(Permission.ITEMS_WRITE)
+    ctx.principal.require(Permission.ITEMS_WRITE)
+    _check_items(ctx, items=items, batch=batch)
+    await _check_related(ctx, user_id=user_id, items=items, batch=batch)
+    costs = ctx.tokenizer.count_many([item.content for item in items])
+    rows = [_new_row(ctx, user_id=user_id, item=item, cost=cost) for item, cost in zip(items, costs, strict=True)]
+    attach_levels(ctx.tokenizer, user_id=user_id, rows=rows)
+    await users.ensure_user(ctx, user_id=user_id)
+    plan = await resolve_rows(
+        ctx.session, principal=ctx.principal, user_id=user_id, rows=rows, now=ctx.now, batch=batch
+    )
+    await _write(ctx, user_id=user_id, rows=rows, plan=plan, batch=batch)
+    return [ItemRead.model_validate({**row, "resolution": plan.resolutions.get(i)}) for i, row in enumerate(rows)]
+
+
+def _check_items(ctx: RequestContext, *, items: Sequence[ItemCreate], batch: bool) -> None:
+    """What the schema cannot check, as the settings and the key's role say: the batch size, who may write
+    system authority, the embedding's dimension, the length of the content and its variants, and an
+    ``observed_at`` not in the future (beyond the clock skew ``scoring.items.from_the_future`` allows)."""
+    principal, settings = ctx.principal, ctx.settings
     if len(items) > settings.max_batch_items:
         raise BatchTooLarge(
             f"a batch holds at most {settings.max_batch_items:,} items (setting CTXMEM_MAX_BATCH_ITEMS), got "
             f"{len(items):,}: split it"
         )
-
-    related: set[uuid.UUID] = set()
     for i, item in enumerate(items):
         at = i if batch else None
         authority = item.authority or authority_for_source(item.source)
@@ -91,74 +107,82 @@ async def create_items(
                     "accepted (setting CTXMEM_MAX_CONTENT_CHARS)",
                     at,
                 )
-        if item.observed_at is not None and item.observed_at > now + MAX_CLOCK_SKEW:
+        if from_the_future(item.observed_at, now=ctx.now):
             raise _fail("observed_at is in the future", at)
-        related.update(item.related_ids)
 
-    if related:
-        found = await repository.existing_ids(ctx.session, principal.tenant_id, user_id, list(related))
-        for i, item in enumerate(items):
-            missing = [str(r) for r in item.related_ids if r not in found]
-            if missing:
-                raise _fail(f"related_ids not found for this user: {', '.join(missing)}", i if batch else None)
 
-    costs = ctx.tokenizer.count_many([item.content for item in items])
-    rows: list[dict[str, Any]] = []
-    for item, cost in zip(items, costs, strict=True):
-        observed_at = item.observed_at or now
-        expires_at = item.expires_at or default_expires_at(
-            item_type=item.type,
-            scope=item.scope,
-            observed_at=observed_at,
-            type_ttl_seconds=settings.type_ttl_seconds,
-            scope_ttl_seconds=settings.scope_ttl_seconds,
-        )
-        rows.append(
-            {
-                "id": uuid7(),
-                "tenant_id": principal.tenant_id,
-                "user_id": user_id,
-                "type": item.type,
-                "content": item.content,
-                "key": item.key,
-                "value": item.value,
-                "domain": item.domain,
-                "source": item.source,
-                "authority": item.authority or authority_for_source(item.source),
-                "scope": item.scope,
-                "session_id": item.session_id,
-                "task_id": item.task_id,
-                "stage_id": item.stage_id,
-                "step_id": item.step_id,
-                "hard": item.hard,
-                "kind": item.kind,
-                "status": item.status,
-                "status_reason": None,
-                "confidence": item.confidence if item.confidence is not None else default_confidence(item.source),
-                "observed_at": observed_at,
-                "created_at": now,
-                "updated_at": now,
-                "expires_at": expires_at,
-                "valid_to": None,
-                "deleted_at": None,
-                "superseded_by": None,
-                "token_cost": cost,
-                "token_model": ctx.tokenizer.name,
-                "variants": item.variants.model_dump(exclude_none=True) if item.variants else None,
-                "related_ids": list(item.related_ids),
-                "scope_ref": scope_ref(item.scope, {f: getattr(item, f) for f in SCOPE_ID_FIELD.values()}),
-                "support_count": 1,
-                "corrects": item.corrects,
-                "embedding": item.embedding,
-            }
-        )
+async def _check_related(ctx: RequestContext, *, user_id: str, items: Sequence[ItemCreate], batch: bool) -> None:
+    """Every ``related_ids`` entry must name an item of this user (any status: a link to a retired item is
+    history, not an error); one query for the whole batch."""
+    related = {r for item in items for r in item.related_ids}
+    if not related:
+        return
+    found = await repository.existing_ids(ctx.session, ctx.principal.tenant_id, user_id, list(related))
+    for i, item in enumerate(items):
+        missing = [str(r) for r in item.related_ids if r not in found]
+        if missing:
+            raise _fail(f"related_ids not found for this user: {', '.join(missing)}", i if batch else None)
 
-    attach_levels(ctx.tokenizer, user_id=user_id, rows=rows)
-    await users.ensure_user(ctx, user_id=user_id)
-    plan = await resolve_rows(ctx.session, principal=principal, user_id=user_id, rows=rows, now=now, batch=batch)
-    # Retirements first: the new active rows must not meet the old ones in the one-active-per-slot index.
-    await repository.apply_updates(ctx.session, list(plan.updates.values()))
-    await repository.insert_items(ctx.session, rows)
+
+def _new_row(ctx: RequestContext, *, user_id: str, item: ItemCreate, cost: int) -> dict[str, Any]:
+    """The row of a new item, active and unresolved, with what the client left out filled from
+    ``scoring/items.py``: the authority and confidence its source earns, the lifetime of its type and scope
+    (counted from ``observed_at``, which defaults to now), and the scope instance it lives in."""
+    settings, now = ctx.settings, ctx.now
+    observed_at = item.observed_at or now
+    expires_at = item.expires_at or default_expires_at(
+        item_type=item.type,
+        scope=item.scope,
+        observed_at=observed_at,
+        type_ttl_seconds=settings.type_ttl_seconds,
+        scope_ttl_seconds=settings.scope_ttl_seconds,
+    )
+    return {
+        "id": uuid7(),
+        "tenant_id": ctx.principal.tenant_id,
+        "user_id": user_id,
+        "type": item.type,
+        "content": item.content,
+        "key": item.key,
+        "value": item.value,
+        "domain": item.domain,
+        "source": item.source,
+        "authority": item.authority or authority_for_source(item.source),
+        "scope": item.scope,
+        "session_id": item.session_id,
+        "task_id": item.task_id,
+        "stage_id": item.stage_id,
+        "step_id": item.step_id,
+        "hard": item.hard,
+        "kind": item.kind,
+        "status": item.status,
+        "status_reason": None,
+        "confidence": item.confidence if item.confidence is not None else default_confidence(item.source),
+        "observed_at": observed_at,
+        "created_at": now,
+        "updated_at": now,
+        "expires_at": expires_at,
+        "valid_to": None,
+        "deleted_at": None,
+        "superseded_by": None,
+        "token_cost": cost,
+        "token_model": ctx.tokenizer.name,
+        "variants": item.variants.model_dump(exclude_none=True) if item.variants else None,
+        "related_ids": list(item.related_ids),
+        "scope_ref": scope_ref(item.scope, {f: getattr(item, f) for f in SCOPE_ID_FIELD.values()}),
+        "support_count": 1,
+        "corrects": item.corrects,
+        "embedding": item.embedding,
+    }
+
+
+async def _write(ctx: RequestContext, *, user_id: str, rows: list[dict[str, Any]], plan: Plan, batch: bool) -> None:
+    """Write what was resolved: the retirements of existing items first (the new active rows must not meet
+    the old ones in the one-active-per-slot index), then the new rows, every event (each new item's first,
+    then the plan's), and the outbox rows of every item whose text or status changed."""
+    session, principal, now = ctx.session, ctx.principal, ctx.now
+    await repository.apply_updates(session, list(plan.updates.values()))
+    await repository.insert_items(session, rows)
     created = []
     for i, row in enumerate(rows):
         res = plan.resolutions.get(i)
@@ -176,10 +200,9 @@ async def create_items(
                 now=now,
             )
         )
-    await record_events(ctx.session, created + plan.events)
+    await record_events(session, created + plan.events)
     retired = [i for i, u in plan.updates.items() if "status" in u]
-    await enqueue_sync(ctx.session, principal.tenant_id, user_id, [r["id"] for r in rows] + retired, now)
-    return [ItemRead.model_validate({**row, "resolution": plan.resolutions.get(i)}) for i, row in enumerate(rows)]
+    await enqueue_sync(session, principal.tenant_id, user_id, [r["id"] for r in rows] + retired, now)
 
 
 def _resolved(row: dict[str, Any]) -> bool:

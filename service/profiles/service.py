@@ -21,13 +21,13 @@ from schemas.profiles import (
 )
 from schemas.users import EventRead
 from scoring.fourc import Evidence, FourCWeights, score_4c
+from scoring.items import from_the_future
 from scoring.profile import EntryState, ProfileEntry, effective_profile, replay, transition, with_job_changes
 from service.auth.service import Permission
 from service.context import RequestContext
 from service.errors import BatchItemInvalid, BatchTooLarge, EntryNotFound, ValidationFailed
 from service.events import event, record_events
 from service.ids import uuid7
-from service.items.service import MAX_CLOCK_SKEW
 from service.profiles import repository
 from service.settings import Settings
 from service.users import service as users
@@ -70,7 +70,7 @@ async def add_observations(
             f"got {len(observations):,}: split it"
         )
     for i, obs in enumerate(observations):
-        if obs.observed_at is not None and obs.observed_at > now + MAX_CLOCK_SKEW:
+        if from_the_future(obs.observed_at, now=now):
             if batch:
                 raise BatchItemInvalid(f"observations[{i}]: observed_at is in the future", index=i)
             raise ValidationFailed("observed_at is in the future")

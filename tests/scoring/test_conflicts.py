@@ -12,9 +12,11 @@ from scoring.conflicts import (
     check_correction,
     decide,
     normalize_value,
+    overridden,
     reinforced_confidence,
     resolve,
 )
+from scoring.scopes import ScopeContext, Scoped
 
 T0 = datetime(2026, 11, 1, tzinfo=UTC)
 
@@ -214,3 +216,29 @@ def test_check_correction(target_authority: str, hard: bool, newcomer: str, admi
     )
     assert check.allowed is allowed
     assert check.reason
+
+
+IN_T1 = ScopeContext(session_id="s1", task_id="t1")
+
+
+def test_a_task_item_hides_the_broader_items_of_its_key_that_apply_in_its_task() -> None:
+    task = Scoped("n", "budget", "task", "t1")
+    broader = [
+        Scoped("u", "budget", "user", ""),
+        Scoped("g", "budget", "global", ""),
+        Scoped("s1", "budget", "session", "s1"),
+        Scoped("s2", "budget", "session", "s2"),  # another session: does not apply in t1's context
+    ]
+    assert [o.id for o in overridden(task, IN_T1, broader)] == ["u", "g", "s1"]
+
+
+def test_narrower_equal_scoped_and_the_item_itself_are_not_overridden() -> None:
+    task = Scoped("n", "budget", "task", "t1")
+    others = [task, Scoped("t", "budget", "task", "t1"), Scoped("st", "budget", "step", "p1")]
+    assert overridden(task, ScopeContext(task_id="t1", step_id="p1"), others) == []
+
+
+@pytest.mark.parametrize("scope", ["user", "global"])
+def test_an_item_that_applies_everywhere_overrides_nothing(scope: str) -> None:
+    item = Scoped("n", "budget", scope, "")
+    assert overridden(item, IN_T1, [Scoped("g", "budget", "global", "")]) == []

@@ -10,11 +10,14 @@ from hypothesis import strategies as st
 
 from scoring.items import (
     AUTHORITY_RANK,
+    MAX_CLOCK_SKEW,
     SOURCE_AUTHORITY,
     authority_allowed,
     authority_for_source,
     default_confidence,
     default_expires_at,
+    expired,
+    from_the_future,
 )
 
 SOURCES = sorted(SOURCE_AUTHORITY)
@@ -115,3 +118,18 @@ def test_default_lifetime_property(type_ttl: int | None, scope_ttl: int | None) 
     )
     ttls = [t for t in (type_ttl, scope_ttl) if t is not None]
     assert got == (AT + timedelta(seconds=min(ttls)) if ttls else None)
+
+
+def test_an_item_expires_at_its_expires_at_instant_and_without_one_never() -> None:
+    assert not expired(AT + timedelta(seconds=1), now=AT)
+    assert expired(AT, now=AT)
+    assert expired(AT - timedelta(seconds=1), now=AT)
+    assert not expired(None, now=AT)
+
+
+def test_an_observed_at_up_to_the_clock_skew_ahead_is_accepted_and_beyond_it_refused() -> None:
+    assert timedelta(minutes=5) == MAX_CLOCK_SKEW
+    assert not from_the_future(AT + MAX_CLOCK_SKEW, now=AT)
+    assert from_the_future(AT + MAX_CLOCK_SKEW + timedelta(microseconds=1), now=AT)
+    assert not from_the_future(AT - timedelta(days=365), now=AT)
+    assert not from_the_future(None, now=AT)
