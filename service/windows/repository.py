@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -24,6 +25,34 @@ class Row(asyncpg.Record):
             return self[name]
         except KeyError:
             raise AttributeError(name) from None
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Which of a user's items a window reads: the user's and global scopes, the given session / task /
+    stage / step instances (``None``: that scope's items do not apply) and, when given, only these domains
+    (or none). Every window read takes one, and the window cache keys on it."""
+
+    tenant_id: str
+    user_id: str
+    session_id: str | None = None
+    task_id: str | None = None
+    stage_id: str | None = None
+    step_id: str | None = None
+    domains: tuple[str, ...] | None = None
+
+    def args(self) -> tuple[Any, ...]:
+        """The parameters $1..$7 of the window's statements (instance ids in INSTANCE_SCOPES order; "" matches
+        no item, whose scope_ref is never empty)."""
+        return (
+            self.tenant_id,
+            self.user_id,
+            self.session_id or "",
+            self.task_id or "",
+            self.stage_id or "",
+            self.step_id or "",
+            list(self.domains) if self.domains else None,
+        )
 
 
 # The window is the hot path: rows come straight from asyncpg (C-decoded records) on the session's own
@@ -163,23 +192,15 @@ async def prefer_generic_plans(session: AsyncSession) -> None:
         await (await session.connection()).exec_driver_sql(_GENERIC_PLANS)
 
 
-async def window_items(
-    session: AsyncSession,
-    *,
-    tenant_id: str,
-    user_id: str,
-    refs: dict[str, str | None],
-    domains: Sequence[str] | None,
-    recent: int,
-) -> tuple[list[Any], int]:
+async def window_items(session: AsyncSession, *, selection: Selection, recent: int) -> tuple[list[Any], int]:
     """The window's rows, in id order: the standing ones and the ``recent`` newest other applicable ones
     (active; expired ones too: the service reports stale tool results), of the user and global scopes and
-    of the given session/task/stage/step instances, in the given domains or none; and how many active items
-    apply to this selection in all."""
+    of the selection's session/task/stage/step instances, in its domains or none; and how many active items
+    apply to the selection in all."""
     driver = await driver_connection(session)
-    args = _item_args(tenant_id, user_id, refs, domains)
+    args = selection.args()
     rows = await driver.fetch(_ITEMS_SQL, *args, recent, record_class=Row)
-    return await _with_levels(driver, tenant_id, rows), await applicable_count(driver, args)
+    return await _with_levels(driver, selection.tenant_id, rows), await applicable_count(driver, args)
 
 
 # How many items apply to a selection is counted at most once a minute per process: the count reads every
@@ -213,29 +234,12 @@ ORDER BY id DESC LIMIT $5
 """
 
 
-async def older_items(
-    session: AsyncSession,
-    *,
-    tenant_id: str,
-    user_id: str,
-    before: Any,
-    domains: Sequence[str] | None,
-    now: Any,
-    limit: int,
-) -> list[Any]:
-    """Up to ``limit`` of the user's applicable non-standing items older than ``before`` (an id), newest
-    first, active and unexpired now."""
+async def older_items(session: AsyncSession, *, selection: Selection, before: Any, now: Any, limit: int) -> list[Any]:
+    """Up to ``limit`` of the user's non-standing items of the user and global scopes in the selection's
+    domains, older than ``before`` (an id), newest first, active and unexpired now."""
     driver = await driver_connection(session)
-    rows = await driver.fetch(
-        _OLDER_SQL,
-        tenant_id,
-        user_id,
-        before,
-        now,
-        limit,
-        list(domains) if domains else None,
-        record_class=Row,
-    )
+    tenant_id, user_id, *_, domains = selection.args()
+    rows = await driver.fetch(_OLDER_SQL, tenant_id, user_id, before, now, limit, domains, record_class=Row)
     return await _with_levels(driver, tenant_id, rows)
 
 
@@ -251,22 +255,15 @@ _HELD_MAX = 50_000
 
 
 async def retrieved_items(
-    session: AsyncSession,
-    *,
-    tenant_id: str,
-    user_id: str,
-    ids: Sequence[str],
-    refs: dict[str, str | None],
-    domains: Sequence[str] | None,
-    now: Any,
+    session: AsyncSession, *, selection: Selection, ids: Sequence[str], now: Any
 ) -> list[tuple[Any, bool]]:
-    """The given items (best first) that are active and unexpired now and in ``domains``, in the given
-    order, each with whether it applies to the given scope instances. Rows held from an earlier read in
-    the same version are not read again."""
+    """The given items (best first) that are active and unexpired now and in the selection's domains, in
+    the given order, each with whether it applies to the selection's scope instances. Rows held from an
+    earlier read in the same version are not read again."""
     if not ids:
         return []
     driver = await driver_connection(session)
-    _, _, session_ref, task_ref, stage_ref, step_ref, _ = _item_args(tenant_id, user_id, refs, domains)
+    tenant_id, user_id, session_ref, task_ref, stage_ref, step_ref, domains = selection.args()
     held_ids, held = [], []
     for i in ids:
         record = _HELD.get((tenant_id, i))
@@ -279,7 +276,7 @@ async def retrieved_items(
         user_id,
         _literal(ids),
         now,
-        list(domains) if domains else None,
+        domains,
         session_ref,
         task_ref,
         stage_ref,
@@ -333,33 +330,13 @@ def _with_json(row: Any, extra: Any) -> Any:
     return _Legacy(row, extra) if row["level_texts"] is None else row
 
 
-def _item_args(
-    tenant_id: str, user_id: str, refs: dict[str, str | None], domains: Sequence[str] | None
-) -> tuple[Any, ...]:
-    return (
-        tenant_id,
-        user_id,
-        refs.get("session") or "",
-        refs.get("task") or "",
-        refs.get("stage") or "",
-        refs.get("step") or "",
-        list(domains) if domains else None,
-    )
-
-
 async def window_version(
-    session: AsyncSession,
-    *,
-    tenant_id: str,
-    user_id: str,
-    refs: dict[str, str | None],
-    domains: Sequence[str] | None,
-    recent: int,
+    session: AsyncSession, *, selection: Selection, recent: int
 ) -> tuple[tuple[int, int, int, int], bool]:
     """What the window's rows are now: (items, their versions, entries, their versions) as
     :func:`version_of` computes them from fetched rows, and whether this transaction has written nothing."""
     driver = await driver_connection(session)
-    r = await driver.fetchrow(_VERSION_SQL, *_item_args(tenant_id, user_id, refs, domains), recent)
+    r = await driver.fetchrow(_VERSION_SQL, *selection.args(), recent)
     return (r["items"], r["items_version"], r["entries"], r["entries_version"]), r["clean"]
 
 

@@ -226,10 +226,8 @@ async def _older_elements(
     more bounded read), as a sliding window would show, rather than leave the budget unused."""
     rows = await repository.older_items(
         ctx.session,
-        tenant_id=ctx.principal.tenant_id,
-        user_id=user_id,
+        selection=_selection(ctx, user_id, req),
         before=state.newest_floor,
-        domains=sorted(set(req.domains)) if req.domains else None,
         now=ctx.now,
         limit=min(MAX_OLDER_ITEMS, room // MIN_ITEM_TOKENS),
     )
@@ -315,13 +313,7 @@ async def _retrieve(
     if not others:
         return found, [], [], 0
     rows = await repository.retrieved_items(
-        ctx.session,
-        tenant_id=ctx.principal.tenant_id,
-        user_id=user_id,
-        ids=others,
-        refs=_refs(req),
-        domains=sorted(set(req.domains)) if req.domains else None,
-        now=ctx.now,
+        ctx.session, selection=_selection(ctx, user_id, req), ids=others, now=ctx.now
     )
     elements, left_out, applicable = retrieved_elements(
         rows, state, user_id=user_id, count=count, recall_limit=settings.recall_limit
@@ -329,35 +321,37 @@ async def _retrieve(
     return found, elements, left_out, applicable
 
 
-def _refs(req: WindowRequest) -> dict[str, str | None]:
-    return {"session": req.session_id, "task": req.task_id, "stage": req.stage_id, "step": req.step_id}
+def _selection(ctx: RequestContext, user_id: str, req: WindowRequest) -> repository.Selection:
+    return repository.Selection(
+        tenant_id=ctx.principal.tenant_id,
+        user_id=user_id,
+        session_id=req.session_id,
+        task_id=req.task_id,
+        stage_id=req.stage_id,
+        step_id=req.step_id,
+        domains=tuple(sorted(set(req.domains))) if req.domains else None,
+    )
 
 
 async def _user_state(ctx: RequestContext, user_id: str, req: WindowRequest, count: Callable[[str], int]) -> UserState:
     """The row-derived part of the window: from the cache when ``window_version`` confirms it, else built
     from a fresh fetch (and cached, unless this transaction has written: see repository)."""
-    settings, tenant_id = ctx.settings, ctx.principal.tenant_id
-    refs = _refs(req)
+    settings = ctx.settings
+    selection = _selection(ctx, user_id, req)
     recent = settings.window_recent_items
-    domains = sorted(set(req.domains)) if req.domains else None
     use_cache = settings.window_cache_entries > 0 and settings.window_cache_rows > 0
     # What selects the rows and what turns them into elements (the tokenizer counts profile lines).
-    selection = (req.session_id, req.task_id, req.stage_id, req.step_id, tuple(domains) if domains else None)
-    key = (tenant_id, user_id, *selection, ctx.tokenizer.name, recent, id(value_model(settings)))
+    key = (selection, ctx.tokenizer.name, recent, id(value_model(settings)))
     clean = False
     if use_cache:
-        version, clean = await repository.window_version(
-            ctx.session, tenant_id=tenant_id, user_id=user_id, refs=refs, domains=domains, recent=recent
-        )
+        version, clean = await repository.window_version(ctx.session, selection=selection, recent=recent)
         if clean:
             cached = CACHE.get(key, version, ctx.now)
             if cached is not None:
                 assert isinstance(cached, UserState)
                 return cached
-    rows, applicable = await repository.window_items(
-        ctx.session, tenant_id=tenant_id, user_id=user_id, refs=refs, domains=domains, recent=recent
-    )
-    entry_rows = await repository.window_entries(ctx.session, tenant_id=tenant_id, user_id=user_id)
+    rows, applicable = await repository.window_items(ctx.session, selection=selection, recent=recent)
+    entry_rows = await repository.window_entries(ctx.session, tenant_id=selection.tenant_id, user_id=user_id)
     state = UserState(
         rows,
         entry_rows,
@@ -365,7 +359,7 @@ async def _user_state(ctx: RequestContext, user_id: str, req: WindowRequest, cou
         now=ctx.now,
         user_id=user_id,
         scope=ScopeContext(session_id=req.session_id, task_id=req.task_id, stage_id=req.stage_id, step_id=req.step_id),
-        domains=domains,
+        domains=list(selection.domains) if selection.domains else None,
         count=count,
         model=value_model(settings),
         applicable=applicable,

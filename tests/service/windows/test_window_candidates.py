@@ -141,18 +141,11 @@ async def test_the_window_sql_applies_scopes_as_scoring_does(
             i["id"] for i in written if applies(Scoped(i["id"], None, i["scope"], scope_ref(i["scope"], i)), ctx)
         }
         async with db.sessionmaker() as s:
-            rows, applicable = await repository.window_items(
-                s, tenant_id=tenant.tenant_id, user_id="scopes", refs=where, domains=None, recent=1000
+            selection = repository.Selection(
+                tenant_id=tenant.tenant_id, user_id="scopes", **{f"{k}_id": v for k, v in where.items()}
             )
-            retrieved = await repository.retrieved_items(
-                s,
-                tenant_id=tenant.tenant_id,
-                user_id="scopes",
-                ids=ids,
-                refs=where,
-                domains=None,
-                now=EARLY,
-            )
+            rows, applicable = await repository.window_items(s, selection=selection, recent=1000)
+            retrieved = await repository.retrieved_items(s, selection=selection, ids=ids, now=EARLY)
         assert {str(r["id"]) for r in rows} == expected and applicable == len(expected), where
         assert {str(row["id"]) for row, fits in retrieved if fits} == expected, where
         assert len(expected) < len(ids) or where == {"session": "a", "task": "b", "stage": "b", "step": "a"}
