@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Any
+from typing import Any, get_args
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql as pg
 from sqlmodel import Field, SQLModel
 
+from schemas import items as s_items
+from schemas import profiles as s_profiles
 from scoring.scopes import EVERYWHERE
 from scoring.window_policy import STANDING_STATUSES, STANDING_TYPES
 
@@ -28,32 +30,34 @@ SQLModel.metadata.naming_convention = NAMING_CONVENTION
 metadata = SQLModel.metadata
 
 
+UUID = pg.UUID(as_uuid=True)
+JSON = pg.JSONB(none_as_null=True)  # Python None is SQL NULL, not the JSON null
+
+
+def _col(sa_type: Any, *args: Any, nullable: bool = False, **kw: Any) -> Any:
+    """A column of ``sa_type``: NOT NULL unless ``nullable`` (a nullable one defaults to None in Python).
+    ``default`` and ``default_factory`` go to the model's field, everything else to ``sa.Column``."""
+    field = {k: kw.pop(k) for k in ("default", "default_factory") if k in kw}
+    if nullable and not field:
+        field["default"] = None
+    return Field(**field, sa_column=sa.Column(sa_type, *args, nullable=nullable, **kw))
+
+
 def _ts(nullable: bool = False) -> Any:
-    return Field(sa_column=sa.Column(sa.DateTime(timezone=True), nullable=nullable))
+    return _col(sa.DateTime(timezone=True), nullable=nullable)
 
 
 def _in(column: str, values: tuple[str, ...]) -> str:
     return f"{column} IN ({', '.join(repr(v) for v in values)})"
 
 
-ITEM_TYPES = (
-    "rule",
-    "goal",
-    "constraint",
-    "preference",
-    "fact",
-    "decision",
-    "entity",
-    "plan",
-    "tool_result",
-    "summary",
-    "episode",
-)
-SOURCES = ("system", "user", "tool", "summary", "model")
-AUTHORITIES = ("system", "user", "tool", "summary", "inferred")
-SCOPES = ("step", "stage", "task", "session", "user", "global")
-KINDS = ("fact", "opinion")
-ITEM_STATUSES = ("available", "verified", "missing", "superseded", "expired", "deleted")
+# The values the check constraints allow are the schemas' Literals: written once, there.
+ITEM_TYPES: tuple[str, ...] = get_args(s_items.ItemType)
+SOURCES: tuple[str, ...] = get_args(s_items.Source)
+AUTHORITIES: tuple[str, ...] = get_args(s_items.Authority)
+SCOPES: tuple[str, ...] = get_args(s_items.Scope)
+KINDS: tuple[str, ...] = get_args(s_items.Kind)
+ITEM_STATUSES: tuple[str, ...] = get_args(s_items.ItemStatus)
 ROLES = ("agent", "operator", "admin")
 # Statuses of an item that is in force (windows, retrieval, expiry): the one definition, in Python and,
 # through active_sql, in SQL.
@@ -80,7 +84,7 @@ CONVERSATION_ITEM = "type = 'episode' AND session_id IS NOT NULL"
 class Tenant(SQLModel, table=True):
     __tablename__ = "tenant"
 
-    id: str = Field(sa_column=sa.Column(sa.Text, primary_key=True))
+    id: str = _col(sa.Text, primary_key=True)
     created_at: datetime = _ts()
 
 
@@ -88,16 +92,14 @@ class ApiKey(SQLModel, table=True):
     __tablename__ = "api_key"
     __table_args__ = (sa.CheckConstraint(_in("role", ROLES), name="role"),)
 
-    id: uuid.UUID = Field(sa_column=sa.Column(pg.UUID(as_uuid=True), primary_key=True))
-    tenant_id: str = Field(
-        sa_column=sa.Column(sa.Text, sa.ForeignKey("tenant.id", ondelete="CASCADE"), nullable=False, index=True)
-    )
-    role: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
-    name: str | None = Field(default=None, sa_column=sa.Column(sa.Text, nullable=True))
+    id: uuid.UUID = _col(UUID, primary_key=True)
+    tenant_id: str = _col(sa.Text, sa.ForeignKey("tenant.id", ondelete="CASCADE"), index=True)
+    role: str = _col(sa.Text)
+    name: str | None = _col(sa.Text, nullable=True)
     # The secret is shown once; only its SHA-256 is stored (secrets are 256 random bits, so a slow hash
     # would add nothing but latency to every request).
-    secret_hash: str = Field(sa_column=sa.Column(sa.Text, nullable=False, unique=True))
-    prefix: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
+    secret_hash: str = _col(sa.Text, unique=True)
+    prefix: str = _col(sa.Text)
     created_at: datetime = _ts()
     revoked_at: datetime | None = _ts(nullable=True)
 
@@ -107,10 +109,8 @@ class EndUser(SQLModel, table=True):
 
     __tablename__ = "end_user"
 
-    tenant_id: str = Field(
-        sa_column=sa.Column(sa.Text, sa.ForeignKey("tenant.id", ondelete="CASCADE"), primary_key=True)
-    )
-    user_id: str = Field(sa_column=sa.Column(sa.Text, primary_key=True))
+    tenant_id: str = _col(sa.Text, sa.ForeignKey("tenant.id", ondelete="CASCADE"), primary_key=True)
+    user_id: str = _col(sa.Text, primary_key=True)
     created_at: datetime = _ts()
     updated_at: datetime = _ts()
 
@@ -180,52 +180,49 @@ class ContextItem(SQLModel, table=True):
         ),
     )
 
-    id: uuid.UUID = Field(sa_column=sa.Column(pg.UUID(as_uuid=True), primary_key=True))
-    tenant_id: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
-    user_id: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
-    type: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
-    content: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
-    key: str | None = Field(default=None, sa_column=sa.Column(sa.Text, nullable=True))
-    value: Any = Field(default=None, sa_column=sa.Column(pg.JSONB(none_as_null=True), nullable=True))
-    domain: str | None = Field(default=None, sa_column=sa.Column(sa.Text, nullable=True))
-    source: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
-    authority: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
-    scope: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
-    session_id: str | None = Field(default=None, sa_column=sa.Column(sa.Text, nullable=True))
-    task_id: str | None = Field(default=None, sa_column=sa.Column(sa.Text, nullable=True))
-    stage_id: str | None = Field(default=None, sa_column=sa.Column(sa.Text, nullable=True))
+    id: uuid.UUID = _col(UUID, primary_key=True)
+    tenant_id: str = _col(sa.Text)
+    user_id: str = _col(sa.Text)
+    type: str = _col(sa.Text)
+    content: str = _col(sa.Text)
+    key: str | None = _col(sa.Text, nullable=True)
+    value: Any = _col(JSON, nullable=True)
+    domain: str | None = _col(sa.Text, nullable=True)
+    source: str = _col(sa.Text)
+    authority: str = _col(sa.Text)
+    scope: str = _col(sa.Text)
+    session_id: str | None = _col(sa.Text, nullable=True)
+    task_id: str | None = _col(sa.Text, nullable=True)
+    stage_id: str | None = _col(sa.Text, nullable=True)
     # The instance the scope refers to (its session/task/stage/step id; '' for user and global scope).
-    scope_ref: str = Field(default="", sa_column=sa.Column(sa.Text, nullable=False, server_default=""))
-    step_id: str | None = Field(default=None, sa_column=sa.Column(sa.Text, nullable=True))
-    hard: bool = Field(sa_column=sa.Column(sa.Boolean, nullable=False))
-    kind: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
-    status: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
-    status_reason: str | None = Field(default=None, sa_column=sa.Column(sa.Text, nullable=True))
-    confidence: float = Field(sa_column=sa.Column(sa.Float, nullable=False))
+    scope_ref: str = _col(sa.Text, default="", server_default="")
+    step_id: str | None = _col(sa.Text, nullable=True)
+    hard: bool = _col(sa.Boolean)
+    kind: str = _col(sa.Text)
+    status: str = _col(sa.Text)
+    status_reason: str | None = _col(sa.Text, nullable=True)
+    confidence: float = _col(sa.Float)
     observed_at: datetime = _ts()
     created_at: datetime = _ts()
     updated_at: datetime = _ts()
     expires_at: datetime | None = _ts(nullable=True)
     valid_to: datetime | None = _ts(nullable=True)
     deleted_at: datetime | None = _ts(nullable=True)
-    superseded_by: uuid.UUID | None = Field(default=None, sa_column=sa.Column(pg.UUID(as_uuid=True), nullable=True))
+    superseded_by: uuid.UUID | None = _col(UUID, nullable=True)
     # Writes of the same value that reinforced this item (1 = only its own).
-    support_count: int = Field(default=1, sa_column=sa.Column(sa.Integer, nullable=False, server_default="1"))
-    corrects: uuid.UUID | None = Field(default=None, sa_column=sa.Column(pg.UUID(as_uuid=True), nullable=True))
-    token_cost: int = Field(sa_column=sa.Column(sa.Integer, nullable=False))
-    token_model: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
-    variants: Any = Field(default=None, sa_column=sa.Column(pg.JSONB(none_as_null=True), nullable=True))
+    support_count: int = _col(sa.Integer, default=1, server_default="1")
+    corrects: uuid.UUID | None = _col(UUID, nullable=True)
+    token_cost: int = _col(sa.Integer)
+    token_model: str = _col(sa.Text)
+    variants: Any = _col(JSON, nullable=True)
     # Compression levels L1..L4 (scoring/compress.py) and their token counts, derived once at write time
     # so that the window only adds numbers. NULL on rows written before they existed (derived on read).
-    level_texts: list[str] | None = Field(default=None, sa_column=sa.Column(pg.ARRAY(sa.Text), nullable=True))
-    level_tokens: list[int] | None = Field(default=None, sa_column=sa.Column(pg.ARRAY(sa.Integer), nullable=True))
+    level_texts: list[str] | None = _col(pg.ARRAY(sa.Text), nullable=True)
+    level_tokens: list[int] | None = _col(pg.ARRAY(sa.Integer), nullable=True)
     # A client-sent embedding (dimension checked against the configured embedder); else computed by the
     # outbox worker when it indexes the item.
-    embedding: list[float] | None = Field(default=None, sa_column=sa.Column(pg.ARRAY(sa.REAL), nullable=True))
-    related_ids: list[uuid.UUID] = Field(
-        default_factory=list,
-        sa_column=sa.Column(pg.ARRAY(pg.UUID(as_uuid=True)), nullable=False, server_default=sa.text("'{}'::uuid[]")),
-    )
+    embedding: list[float] | None = _col(pg.ARRAY(sa.REAL), nullable=True)
+    related_ids: list[uuid.UUID] = _col(pg.ARRAY(UUID), default_factory=list, server_default=sa.text("'{}'::uuid[]"))
 
 
 class Event(SQLModel, table=True):
@@ -240,22 +237,22 @@ class Event(SQLModel, table=True):
         sa.Index("ix_event_entity", "tenant_id", "entity_id"),
     )
 
-    id: uuid.UUID = Field(sa_column=sa.Column(pg.UUID(as_uuid=True), primary_key=True))
-    tenant_id: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
-    user_id: str | None = Field(default=None, sa_column=sa.Column(sa.Text, nullable=True))
-    actor: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
-    actor_role: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
-    action: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
-    entity_type: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
-    entity_id: str | None = Field(default=None, sa_column=sa.Column(sa.Text, nullable=True))
-    reason: str | None = Field(default=None, sa_column=sa.Column(sa.Text, nullable=True))
+    id: uuid.UUID = _col(UUID, primary_key=True)
+    tenant_id: str = _col(sa.Text)
+    user_id: str | None = _col(sa.Text, nullable=True)
+    actor: str = _col(sa.Text)
+    actor_role: str = _col(sa.Text)
+    action: str = _col(sa.Text)
+    entity_type: str = _col(sa.Text)
+    entity_id: str | None = _col(sa.Text, nullable=True)
+    reason: str | None = _col(sa.Text, nullable=True)
     # The rule that decided a resolution (authority, recency, confidence, id, correction, reinforcement,
     # scope-override, expiry); null for plain writes.
-    rule: str | None = Field(default=None, sa_column=sa.Column(sa.Text, nullable=True))
+    rule: str | None = _col(sa.Text, nullable=True)
     # The job run that made this change (scheduled jobs), else null.
-    run_id: uuid.UUID | None = Field(default=None, sa_column=sa.Column(pg.UUID(as_uuid=True), nullable=True))
-    before: Any = Field(default=None, sa_column=sa.Column(pg.JSONB(none_as_null=True), nullable=True))
-    after: Any = Field(default=None, sa_column=sa.Column(pg.JSONB(none_as_null=True), nullable=True))
+    run_id: uuid.UUID | None = _col(UUID, nullable=True)
+    before: Any = _col(JSON, nullable=True)
+    after: Any = _col(JSON, nullable=True)
     created_at: datetime = _ts()
 
 
@@ -268,21 +265,21 @@ class IdempotencyRecord(SQLModel, table=True):
         sa.Index("ix_idempotency_record_user", "tenant_id", "user_id"),
     )
 
-    tenant_id: str = Field(sa_column=sa.Column(sa.Text, primary_key=True))
-    key: str = Field(sa_column=sa.Column(sa.Text, primary_key=True))
-    user_id: str | None = Field(default=None, sa_column=sa.Column(sa.Text, nullable=True))
-    method: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
-    path: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
-    request_hash: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
-    status_code: int | None = Field(default=None, sa_column=sa.Column(sa.Integer, nullable=True))
-    response_body: bytes | None = Field(default=None, sa_column=sa.Column(sa.LargeBinary, nullable=True))
+    tenant_id: str = _col(sa.Text, primary_key=True)
+    key: str = _col(sa.Text, primary_key=True)
+    user_id: str | None = _col(sa.Text, nullable=True)
+    method: str = _col(sa.Text)
+    path: str = _col(sa.Text)
+    request_hash: str = _col(sa.Text)
+    status_code: int | None = _col(sa.Integer, nullable=True)
+    response_body: bytes | None = _col(sa.LargeBinary, nullable=True)
     created_at: datetime = _ts()
 
 
-DIMENSIONS = ("goal", "ability", "preference", "decision_style", "relationship")
-POLARITIES = ("like", "dislike", "neutral")
-TIERS = ("current", "candidate", "long_term")
-ENTRY_STATUSES = ("active", "weakened", "expired", "rejected")
+DIMENSIONS: tuple[str, ...] = get_args(s_profiles.Dimension)
+POLARITIES: tuple[str, ...] = get_args(s_profiles.Polarity)
+TIERS: tuple[str, ...] = get_args(s_profiles.Tier)
+ENTRY_STATUSES: tuple[str, ...] = get_args(s_profiles.EntryStatus)
 
 
 class ProfileEntry(SQLModel, table=True):
@@ -311,23 +308,23 @@ class ProfileEntry(SQLModel, table=True):
         sa.Index("ix_profile_entry_user_tier", "tenant_id", "user_id", "tier", "status"),
     )
 
-    id: uuid.UUID = Field(sa_column=sa.Column(pg.UUID(as_uuid=True), primary_key=True))
-    tenant_id: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
-    user_id: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
-    domain: str | None = Field(default=None, sa_column=sa.Column(sa.Text, nullable=True))
+    id: uuid.UUID = _col(UUID, primary_key=True)
+    tenant_id: str = _col(sa.Text)
+    user_id: str = _col(sa.Text)
+    domain: str | None = _col(sa.Text, nullable=True)
     # domain or '' for a global entry, so that the uniqueness of a belief holds for global entries too.
-    domain_key: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
-    dimension: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
-    key: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
-    value: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
-    polarity: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
-    tier: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
-    status: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
-    score: float = Field(sa_column=sa.Column(sa.Float, nullable=False))
-    breakdown: Any = Field(sa_column=sa.Column(pg.JSONB, nullable=False))
-    explicit: bool = Field(sa_column=sa.Column(sa.Boolean, nullable=False))
-    evidence_count: int = Field(sa_column=sa.Column(sa.Integer, nullable=False))
-    current_session_id: str | None = Field(default=None, sa_column=sa.Column(sa.Text, nullable=True))
+    domain_key: str = _col(sa.Text)
+    dimension: str = _col(sa.Text)
+    key: str = _col(sa.Text)
+    value: str = _col(sa.Text)
+    polarity: str = _col(sa.Text)
+    tier: str = _col(sa.Text)
+    status: str = _col(sa.Text)
+    score: float = _col(sa.Float)
+    breakdown: Any = _col(pg.JSONB)
+    explicit: bool = _col(sa.Boolean)
+    evidence_count: int = _col(sa.Integer)
+    current_session_id: str | None = _col(sa.Text, nullable=True)
     confirmed_at: datetime | None = _ts(nullable=True)
     first_evidence_at: datetime = _ts()
     last_evidence_at: datetime = _ts()
@@ -351,23 +348,19 @@ class Observation(SQLModel, table=True):
         sa.Index("ix_observation_user", "tenant_id", "user_id", "id"),
     )
 
-    id: uuid.UUID = Field(sa_column=sa.Column(pg.UUID(as_uuid=True), primary_key=True))
-    tenant_id: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
-    user_id: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
-    entry_id: uuid.UUID = Field(
-        sa_column=sa.Column(
-            pg.UUID(as_uuid=True), sa.ForeignKey("profile_entry.id", ondelete="CASCADE"), nullable=False
-        )
-    )
-    session_id: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
-    context: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
-    explicit: bool = Field(sa_column=sa.Column(sa.Boolean, nullable=False))
-    stance: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
-    confirmation: bool = Field(sa_column=sa.Column(sa.Boolean, nullable=False))
+    id: uuid.UUID = _col(UUID, primary_key=True)
+    tenant_id: str = _col(sa.Text)
+    user_id: str = _col(sa.Text)
+    entry_id: uuid.UUID = _col(UUID, sa.ForeignKey("profile_entry.id", ondelete="CASCADE"))
+    session_id: str = _col(sa.Text)
+    context: str = _col(sa.Text)
+    explicit: bool = _col(sa.Boolean)
+    stance: str = _col(sa.Text)
+    confirmation: bool = _col(sa.Boolean)
     observed_at: datetime = _ts()
-    source: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
-    note: str | None = Field(default=None, sa_column=sa.Column(sa.Text, nullable=True))
-    weight: float = Field(sa_column=sa.Column(sa.Float, nullable=False))
+    source: str = _col(sa.Text)
+    note: str | None = _col(sa.Text, nullable=True)
+    weight: float = _col(sa.Float)
     created_at: datetime = _ts()
 
 
@@ -385,17 +378,17 @@ class JobRun(SQLModel, table=True):
         sa.Index("uq_job_run_tick", "name", "tick", unique=True, postgresql_where=sa.text("tick IS NOT NULL")),
     )
 
-    id: uuid.UUID = Field(sa_column=sa.Column(pg.UUID(as_uuid=True), primary_key=True))
-    name: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
-    tenant_id: str | None = Field(default=None, sa_column=sa.Column(sa.Text, nullable=True))
-    trigger: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
+    id: uuid.UUID = _col(UUID, primary_key=True)
+    name: str = _col(sa.Text)
+    tenant_id: str | None = _col(sa.Text, nullable=True)
+    trigger: str = _col(sa.Text)
     tick: datetime | None = _ts(nullable=True)
     as_of: datetime = _ts()
     started_at: datetime = _ts()
     finished_at: datetime | None = _ts(nullable=True)
-    status: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
-    rows: Any = Field(sa_column=sa.Column(pg.JSONB, nullable=False))
-    error: str | None = Field(default=None, sa_column=sa.Column(sa.Text, nullable=True))
+    status: str = _col(sa.Text)
+    rows: Any = _col(pg.JSONB)
+    error: str | None = _col(sa.Text, nullable=True)
 
 
 class VectorOutbox(SQLModel, table=True):
@@ -413,15 +406,15 @@ class VectorOutbox(SQLModel, table=True):
         sa.Index("ix_vector_outbox_user", "tenant_id", "user_id", "id"),
     )
 
-    id: int = Field(sa_column=sa.Column(sa.BigInteger, sa.Identity(always=False), primary_key=True))
-    tenant_id: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
-    user_id: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
-    item_id: uuid.UUID | None = Field(default=None, sa_column=sa.Column(pg.UUID(as_uuid=True), nullable=True))
-    op: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
+    id: int = _col(sa.BigInteger, sa.Identity(always=False), primary_key=True)
+    tenant_id: str = _col(sa.Text)
+    user_id: str = _col(sa.Text)
+    item_id: uuid.UUID | None = _col(UUID, nullable=True)
+    op: str = _col(sa.Text)
     created_at: datetime = _ts()
-    attempts: int = Field(default=0, sa_column=sa.Column(sa.Integer, nullable=False, server_default="0"))
+    attempts: int = _col(sa.Integer, default=0, server_default="0")
     next_attempt_at: datetime = _ts()
-    last_error: str | None = Field(default=None, sa_column=sa.Column(sa.Text, nullable=True))
+    last_error: str | None = _col(sa.Text, nullable=True)
     # Set when this change kept failing on its own while others applied (a text the embedder rejects):
     # the worker skips it and it no longer counts as lag; the reindex job retries it.
     dead_at: datetime | None = _ts(nullable=True)
@@ -438,11 +431,7 @@ class ItemSearch(SQLModel, table=True):
         sa.Index("ix_item_search_tsv", "tsv", postgresql_using="gin"),
     )
 
-    item_id: uuid.UUID = Field(
-        sa_column=sa.Column(
-            pg.UUID(as_uuid=True), sa.ForeignKey("context_item.id", ondelete="CASCADE"), primary_key=True
-        )
-    )
-    tenant_id: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
-    user_id: str = Field(sa_column=sa.Column(sa.Text, nullable=False))
-    tsv: Any = Field(sa_column=sa.Column(pg.TSVECTOR, nullable=False))
+    item_id: uuid.UUID = _col(UUID, sa.ForeignKey("context_item.id", ondelete="CASCADE"), primary_key=True)
+    tenant_id: str = _col(sa.Text)
+    user_id: str = _col(sa.Text)
+    tsv: Any = _col(pg.TSVECTOR)
