@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import json
+import os
 import secrets
 import shutil
 import sys
@@ -24,6 +26,14 @@ from service.db.engine import Database, create_database, session_scope
 from service.settings import Settings
 from service.tokenizer import build_tokenizer
 from service.vectors.recall import VectorRecall, build_recall
+
+
+def bench_parser(doc: str | None) -> argparse.ArgumentParser:
+    """A benchmark's command line: its module docstring as the help, and ``--database-url`` (default
+    ``CTXMEM_BENCH_DATABASE_URL``; empty: an embedded PostgreSQL of the run's own, see ``bench_database``)."""
+    p = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--database-url", default=os.environ.get("CTXMEM_BENCH_DATABASE_URL", ""))
+    return p
 
 
 @contextlib.asynccontextmanager

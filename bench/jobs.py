@@ -19,7 +19,7 @@ from typing import Any
 
 import asyncpg
 
-from bench.common import bench_database
+from bench.common import bench_database, bench_parser
 from jobs.runner import run_job
 from service.clock import FixedClock
 from service.db import migrate
@@ -131,10 +131,9 @@ async def main(args: argparse.Namespace) -> int:
 
 
 def cli() -> int:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = bench_parser(__doc__)
     p.add_argument("--entries", type=int, default=100_000)
     p.add_argument("--per-entry", type=int, default=10)
-    p.add_argument("--database-url", default=os.environ.get("CTXMEM_BENCH_DATABASE_URL", ""))
     return asyncio.run(main(p.parse_args()))
 
 

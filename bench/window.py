@@ -41,7 +41,7 @@ from typing import Any
 import asyncpg
 import httpx
 
-from bench.common import bench_database
+from bench.common import bench_database, bench_parser
 from schemas.items import ItemCreate
 from schemas.profiles import ObservationCreate
 from schemas.windows import WindowRequest
@@ -426,7 +426,7 @@ async def http_bench(
 
 
 def cli() -> int:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = bench_parser(__doc__)
     p.add_argument("--calls", type=int, default=2000)
     p.add_argument("--items", type=int, default=1000)
     p.add_argument("--entries", type=int, default=200)
@@ -436,7 +436,6 @@ def cli() -> int:
     p.add_argument("--http", action="store_true", help="also measure over HTTP with concurrent clients")
     p.add_argument("--clients", type=int, default=50)
     p.add_argument("--http-requests", type=int, default=2000)
-    p.add_argument("--database-url", default=os.environ.get("CTXMEM_BENCH_DATABASE_URL", ""))
     return asyncio.run(main(p.parse_args()))
 
 
