@@ -40,26 +40,31 @@ def install_docs(app: FastAPI) -> None:
 
     app.mount(ASSETS_URL, StaticFiles(directory=str(_ASSETS)), name="docs-assets")
 
+    def page_urls(request: Request) -> tuple[str, str]:
+        """The OpenAPI document's URL and the assets' folder as the browser must ask for them: below the
+        ``root_path`` a proxy that strips a prefix declares."""
+        root = request.scope.get("root_path", "")
+        return f"{root}{openapi_url}", f"{root}{ASSETS_URL}"
+
     @app.get("/docs", include_in_schema=False)
     async def swagger_ui(request: Request) -> HTMLResponse:
-        root = request.scope.get("root_path", "")
+        spec, assets = page_urls(request)
+        # persistAuthorization: the key typed into "Authorize" survives a reload of the page.
+        parameters = {"persistAuthorization": True, "displayRequestDuration": True}
         return get_swagger_ui_html(
-            openapi_url=f"{root}{openapi_url}",
+            openapi_url=spec,
             title=f"{app.title} API",
-            swagger_js_url=f"{root}{ASSETS_URL}/swagger-ui-bundle.js",
-            swagger_css_url=f"{root}{ASSETS_URL}/swagger-ui.css",
-            swagger_favicon_url=f"{root}{ASSETS_URL}/favicon.png",
-            # The key typed into "Authorize" survives a reload of the page.
-            swagger_ui_parameters={"persistAuthorization": True, "displayRequestDuration": True},
+            swagger_js_url=f"{assets}/swagger-ui-bundle.js",
+            swagger_css_url=f"{assets}/swagger-ui.css",
+            swagger_favicon_url=f"{assets}/favicon.png",
+            swagger_ui_parameters=parameters,
         )
 
     @app.get("/redoc", include_in_schema=False)
     async def redoc(request: Request) -> HTMLResponse:
-        root = request.scope.get("root_path", "")
+        spec, assets = page_urls(request)
+        title = f"{app.title} API reference"
+        js, favicon = f"{assets}/redoc.standalone.js", f"{assets}/favicon.png"
         return get_redoc_html(
-            openapi_url=f"{root}{openapi_url}",
-            title=f"{app.title} API reference",
-            redoc_js_url=f"{root}{ASSETS_URL}/redoc.standalone.js",
-            redoc_favicon_url=f"{root}{ASSETS_URL}/favicon.png",
-            with_google_fonts=False,
+            openapi_url=spec, title=title, redoc_js_url=js, redoc_favicon_url=favicon, with_google_fonts=False
         )
