@@ -5,6 +5,7 @@ Embedders: ``service/vectors/embedders.py``."""
 from __future__ import annotations
 
 import uuid
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -12,6 +13,42 @@ from typing import Any, Protocol
 # Payload fields stored with every point; all indexed, and every search filters by tenant and user.
 PAYLOAD_FIELDS = ("tenant_id", "user_id", "type", "status", "domain")
 COLLECTION = "ctxmem_items"
+
+
+# The values a search allows in one payload field: None allows any; an empty list allows none, so a search
+# with one matches nothing (and is not sent to the index).
+Allowed = Sequence[str] | None
+
+
+@dataclass(frozen=True)
+class Where:
+    """The points a search, a count or an erasure looks at, in the backends' terms (``_filter``): one
+    tenant's, one user's (None: any), and only those whose status and type are allowed."""
+
+    tenant_id: str | None = None
+    user_id: str | None = None
+    statuses: Allowed = None
+    types: Allowed = None
+
+    def equal(self) -> dict[str, str]:
+        """The payload fields that must have this value."""
+        fields = {"tenant_id": self.tenant_id, "user_id": self.user_id}
+        return {k: v for k, v in fields.items() if v is not None}
+
+    def one_of(self) -> dict[str, list[str]]:
+        """The payload fields that must have one of these values."""
+        fields = {"status": self.statuses, "type": self.types}
+        return {k: list(v) for k, v in fields.items() if v is not None}
+
+
+def matches_nothing(limit: int, *allowed: Allowed) -> bool:
+    """Whether a search can only come back empty: no room (``limit < 1``) or a field that allows no value."""
+    return limit < 1 or any(a is not None and not a for a in allowed)
+
+
+def point_uuid(point_id: object) -> uuid.UUID:
+    """A point's id as the item id it is (the engines hand back strings or UUIDs)."""
+    return point_id if isinstance(point_id, uuid.UUID) else uuid.UUID(str(point_id))
 
 
 @dataclass(frozen=True)
@@ -31,20 +68,25 @@ class VectorIndexUnavailable(Exception):
     """The index cannot be reached or failed; callers fall back to PostgreSQL-only ranking."""
 
 
-class VectorIndex(Protocol):
-    """One collection of item vectors. Implementations raise VectorIndexUnavailable on any backend failure."""
+class VectorIndex(ABC):
+    """One collection of item vectors. Implementations raise VectorIndexUnavailable on any backend failure,
+    and ``ValueError`` for a vector of another dimension than ``dim``, before any I/O."""
 
     dim: int
     name: str
 
+    @abstractmethod
     async def ensure_collection(self) -> None: ...
 
+    @abstractmethod
     async def upsert(self, points: Sequence[VectorPoint]) -> None:
         """Insert or replace points by id (idempotent)."""
 
+    @abstractmethod
     async def delete(self, ids: Sequence[uuid.UUID]) -> None:
         """Remove points by id; unknown ids are ignored (idempotent)."""
 
+    @abstractmethod
     async def delete_user(self, tenant_id: str, user_id: str) -> None:
         """Remove every point of one user (erasure)."""
 
@@ -55,20 +97,39 @@ class VectorIndex(Protocol):
         tenant_id: str,
         user_id: str,
         limit: int,
-        statuses: Sequence[str] | None = None,
-        types: Sequence[str] | None = None,
+        statuses: Allowed = None,
+        types: Allowed = None,
     ) -> list[Hit]:
-        """Top ``limit`` points of this tenant and user by cosine similarity, best first."""
+        """Top ``limit`` points of this tenant and user by cosine similarity, best first, among those whose
+        status and type are allowed (see ``Allowed``)."""
+        checked = self._vector(vector)  # a vector of the wrong size is refused even when nothing could match
+        if matches_nothing(limit, statuses, types):
+            return []
+        found = await self._nearest(checked, Where(tenant_id, user_id, statuses, types), limit)
+        return [Hit(point_uuid(point_id), score) for point_id, score in found]
 
+    @abstractmethod
+    async def _nearest(self, vector: list[float], where: Where, limit: int) -> list[tuple[object, float]]:
+        """The backend's query behind ``search``, for a vector of the right size and a ``where`` that can
+        match: (point id, score) pairs, best first."""
+
+    @abstractmethod
+    def _vector(self, vector: Sequence[float]) -> list[float]:
+        """``vector`` as the backend takes it; ``ValueError`` if its size is not ``dim``."""
+
+    @abstractmethod
     async def count(self, *, tenant_id: str | None = None, user_id: str | None = None) -> int: ...
 
+    @abstractmethod
     async def maintain(self) -> None:
         """Start background upkeep if due (the embedded index: an HNSW build in a child process) and
         return at once; the outbox worker calls it whenever it has caught up. No-op for a server."""
 
+    @abstractmethod
     async def settle(self) -> None:
         """Wait for upkeep that ``maintain()`` started (``OutboxWorker.drain``, tests, benchmarks)."""
 
+    @abstractmethod
     async def close(self) -> None: ...
 
 

@@ -98,7 +98,7 @@ from qdrant_edge import (
     UpdateOperation,
 )
 
-from service.vectors.base import COLLECTION, PAYLOAD_FIELDS, Hit, VectorIndexUnavailable, VectorPoint
+from service.vectors.base import COLLECTION, PAYLOAD_FIELDS, VectorIndex, VectorIndexUnavailable, VectorPoint, Where
 
 log = logging.getLogger("ctxmem.vectors")
 
@@ -186,7 +186,7 @@ def in_use_message(home: Path, collection: str = COLLECTION) -> str:
     )
 
 
-class QdrantEdgeIndex:
+class QdrantEdgeIndex(VectorIndex):
     """One Qdrant Edge shard (cosine) under ``path``, named ``collection``. Point ids are the item UUIDs.
 
     ``ensure_collection()`` opens (or creates) the shard; until then, and after ``close()``, every call raises
@@ -336,33 +336,26 @@ class QdrantEdgeIndex:
         await self._write("delete", UpdateOperation.delete_points([str(i) for i in ids]), len(ids))
 
     async def delete_user(self, tenant_id: str, user_id: str) -> None:
-        flt = _filter(tenant_id=tenant_id, user_id=user_id)
+        flt = _filter(Where(tenant_id, user_id))
         assert flt is not None
         await self._write("delete_user", UpdateOperation.delete_points_by_filter(flt), 1)
 
-    async def search(
-        self,
-        vector: Sequence[float],
-        *,
-        tenant_id: str,
-        user_id: str,
-        limit: int,
-        statuses: Sequence[str] | None = None,
-        types: Sequence[str] | None = None,
-    ) -> list[Hit]:
-        query = Query.Nearest(self._vector(vector))
-        if limit < 1 or (statuses is not None and not statuses) or (types is not None and not types):
-            return []  # an empty list of allowed statuses or types matches nothing
-        flt = _filter(tenant_id=tenant_id, user_id=user_id, statuses=statuses, types=types)
+    async def _nearest(self, vector: list[float], where: Where, limit: int) -> list[tuple[object, float]]:
+        flt = _filter(where)
         request = QueryRequest(
-            limit=limit, query=query, filter=flt, with_payload=False, with_vector=False, params=_SEARCH_PARAMS
+            limit=limit,
+            query=Query.Nearest(vector),
+            filter=flt,
+            with_payload=False,
+            with_vector=False,
+            params=_SEARCH_PARAMS,
         )
         with _unavailable("search"):
             points = self._open_shard().query(request)
-        return [Hit(_uuid(p.id), p.score) for p in points]
+        return [(p.id, p.score) for p in points]
 
     async def count(self, *, tenant_id: str | None = None, user_id: str | None = None) -> int:
-        request = CountRequest(exact=True, filter=_filter(tenant_id=tenant_id, user_id=user_id))
+        request = CountRequest(exact=True, filter=_filter(Where(tenant_id, user_id)))
         with _unavailable("count"):
             return self._open_shard().count(request)
 
@@ -607,27 +600,10 @@ def _flush_and_close(shard: EdgeShard) -> None:
         shard.close()
 
 
-def _filter(
-    *,
-    tenant_id: str | None,
-    user_id: str | None,
-    statuses: Sequence[str] | None = None,
-    types: Sequence[str] | None = None,
-) -> Filter | None:
-    must: list[FieldCondition] = []
-    if tenant_id is not None:
-        must.append(FieldCondition(key="tenant_id", match=MatchValue(tenant_id)))
-    if user_id is not None:
-        must.append(FieldCondition(key="user_id", match=MatchValue(user_id)))
-    if statuses is not None:
-        must.append(FieldCondition(key="status", match=MatchAny(list(statuses))))
-    if types is not None:
-        must.append(FieldCondition(key="type", match=MatchAny(list(types))))
-    return Filter(must=list(must)) if must else None
-
-
-def _uuid(point_id: object) -> uuid.UUID:
-    return point_id if isinstance(point_id, uuid.UUID) else uuid.UUID(str(point_id))
+def _filter(where: Where) -> Filter | None:
+    must = [FieldCondition(key=k, match=MatchValue(v)) for k, v in where.equal().items()]
+    must += [FieldCondition(key=k, match=MatchAny(v)) for k, v in where.one_of().items()]
+    return Filter(must=must) if must else None
 
 
 @contextlib.contextmanager

@@ -12,10 +12,10 @@ from pathlib import Path
 
 from qdrant_client import AsyncQdrantClient, models
 
-from service.vectors.base import COLLECTION, PAYLOAD_FIELDS, Hit, VectorIndexUnavailable, VectorPoint
+from service.vectors.base import COLLECTION, PAYLOAD_FIELDS, VectorIndex, VectorIndexUnavailable, VectorPoint, Where
 
 
-class QdrantServerIndex:
+class QdrantServerIndex(VectorIndex):
     """One collection (cosine) in Qdrant. Point ids are the item UUIDs as strings.
 
     Give exactly one of ``client`` (which ``close()`` then closes), ``url`` (+ ``api_key``),
@@ -119,32 +119,20 @@ class QdrantServerIndex:
             )
 
     async def delete_user(self, tenant_id: str, user_id: str) -> None:
-        selector = models.FilterSelector(filter=_filter(tenant_id=tenant_id, user_id=user_id))
+        selector = models.FilterSelector(filter=_filter(Where(tenant_id, user_id)))
         with _unavailable("delete_user"):
             await self.client.delete(self.collection, points_selector=selector, wait=True)
 
-    async def search(
-        self,
-        vector: Sequence[float],
-        *,
-        tenant_id: str,
-        user_id: str,
-        limit: int,
-        statuses: Sequence[str] | None = None,
-        types: Sequence[str] | None = None,
-    ) -> list[Hit]:
-        query = self._vector(vector)
-        if limit < 1 or _excludes_everything(statuses, types):
-            return []
-        flt = _filter(tenant_id=tenant_id, user_id=user_id, statuses=statuses, types=types)
+    async def _nearest(self, vector: list[float], where: Where, limit: int) -> list[tuple[object, float]]:
+        flt = _filter(where)
         with _unavailable("search"):
             response = await self.client.query_points(
-                self.collection, query=query, query_filter=flt, limit=limit, with_payload=False, with_vectors=False
+                self.collection, query=vector, query_filter=flt, limit=limit, with_payload=False, with_vectors=False
             )
-        return [Hit(_uuid(p.id), p.score) for p in response.points]
+        return [(p.id, p.score) for p in response.points]
 
     async def count(self, *, tenant_id: str | None = None, user_id: str | None = None) -> int:
-        flt = _filter(tenant_id=tenant_id, user_id=user_id)
+        flt = _filter(Where(tenant_id, user_id))
         with _unavailable("count"):
             result = await self.client.count(self.collection, count_filter=flt, exact=True)
         return result.count
@@ -165,32 +153,12 @@ class QdrantServerIndex:
         return [float(x) for x in vector]
 
 
-def _filter(
-    *,
-    tenant_id: str | None,
-    user_id: str | None,
-    statuses: Sequence[str] | None = None,
-    types: Sequence[str] | None = None,
-) -> models.Filter | None:
-    must: list[models.Condition] = []
-    if tenant_id is not None:
-        must.append(models.FieldCondition(key="tenant_id", match=models.MatchValue(value=tenant_id)))
-    if user_id is not None:
-        must.append(models.FieldCondition(key="user_id", match=models.MatchValue(value=user_id)))
-    if statuses is not None:
-        must.append(models.FieldCondition(key="status", match=models.MatchAny(any=list(statuses))))
-    if types is not None:
-        must.append(models.FieldCondition(key="type", match=models.MatchAny(any=list(types))))
+def _filter(where: Where) -> models.Filter | None:
+    must: list[models.Condition] = [
+        models.FieldCondition(key=k, match=models.MatchValue(value=v)) for k, v in where.equal().items()
+    ]
+    must += [models.FieldCondition(key=k, match=models.MatchAny(any=v)) for k, v in where.one_of().items()]
     return models.Filter(must=must) if must else None
-
-
-def _excludes_everything(statuses: Sequence[str] | None, types: Sequence[str] | None) -> bool:
-    """An empty list of allowed values means "none of them" (not "any"): nothing can match, so no query."""
-    return (statuses is not None and not statuses) or (types is not None and not types)
-
-
-def _uuid(point_id: object) -> uuid.UUID:
-    return point_id if isinstance(point_id, uuid.UUID) else uuid.UUID(str(point_id))
 
 
 @contextlib.contextmanager
