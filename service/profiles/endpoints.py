@@ -75,33 +75,32 @@ async def get_entry(user_id: UserIdPath, entry_id: EntryIdPath, ctx: ContextDep)
     return await service.get_evidence(ctx, user_id=user_id, entry_id=entry_id)
 
 
-@router.post(
+def _verdict(path: str, *, name: str, confirm: bool, summary: str) -> None:
+    """The user's explicit word on an entry: ``confirm`` and ``reject`` are one use case (the service's
+    ``confirm_or_reject``) behind two routes, declared here once. ``name`` gives the operation its id."""
+
+    async def record_verdict(
+        user_id: UserIdPath,
+        entry_id: EntryIdPath,
+        ctx: ContextDep,
+        idem: IdempotencyDep,
+        body: ConfirmBody | None = None,
+    ) -> Response:
+        entry = await service.confirm_or_reject(ctx, user_id=user_id, entry_id=entry_id, body=body, confirm=confirm)
+        return await idem.respond(entry, 200)
+
+    router.post(path, response_model=ProfileEntryRead, summary=summary, name=name)(record_verdict)
+
+
+_verdict(
     "/profile/{entry_id}/confirm",
-    response_model=ProfileEntryRead,
+    name="confirm_entry",
+    confirm=True,
     summary="Record the user's explicit confirmation (→ long_term at once)",
 )
-async def confirm_entry(
-    user_id: UserIdPath,
-    entry_id: EntryIdPath,
-    ctx: ContextDep,
-    idem: IdempotencyDep,
-    body: ConfirmBody | None = None,
-) -> Response:
-    entry = await service.confirm_or_reject(ctx, user_id=user_id, entry_id=entry_id, body=body, confirm=True)
-    return await idem.respond(entry, 200)
-
-
-@router.post(
+_verdict(
     "/profile/{entry_id}/reject",
-    response_model=ProfileEntryRead,
+    name="reject_entry",
+    confirm=False,
     summary="Record the user's explicit denial (→ rejected until new explicit evidence)",
 )
-async def reject_entry(
-    user_id: UserIdPath,
-    entry_id: EntryIdPath,
-    ctx: ContextDep,
-    idem: IdempotencyDep,
-    body: ConfirmBody | None = None,
-) -> Response:
-    entry = await service.confirm_or_reject(ctx, user_id=user_id, entry_id=entry_id, body=body, confirm=False)
-    return await idem.respond(entry, 200)
