@@ -7,11 +7,14 @@ Statuses: ``active``, ``weakened`` (contrary evidence or long silence), ``expire
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import datetime
+from typing import TypeVar
 
 from scoring.fourc import SCORE_DECIMALS, Evidence, FourCScore
+
+K = TypeVar("K", bound=Hashable)
 
 TIER_ORDER = {"long_term": 0, "candidate": 1, "current": 2}
 
@@ -54,25 +57,63 @@ def replay(evidence: Sequence[Evidence], *, candidate_min_sessions: int = 2) -> 
     that of the evidence up to it, as when the evidence arrives in order."""
     ordered = sorted(evidence, key=lambda e: (e.observed_at, e.id))
     state = EntryState("current", "active")
-    explicit = confirmed = False
-    session = ordered[0].session_id if ordered else None
-    last_supported: datetime | None = None
+    standing = Standing(False, False, ordered[0].session_id if ordered else None, None)
     supporting_sessions: set[str] = set()
     for ev in ordered:
         if ev.supports:
             supporting_sessions.add(ev.session_id)
         step = _transition(state, ev, len(supporting_sessions), candidate_min_sessions=candidate_min_sessions)
         state = EntryState(step.tier, step.status)
-        if ev.supports:
-            last_supported = ev.observed_at
-            if ev.explicit or ev.confirmation:
-                explicit = True
-                session = ev.session_id
-            if ev.confirmation:
-                confirmed = True
-        elif ev.explicit or ev.confirmation:
-            confirmed = False  # a denial withdraws an earlier confirmation
-    return Replayed(state.tier, state.status, explicit, confirmed, session, last_supported)
+        standing = after_evidence(standing, ev)
+    return Replayed(
+        state.tier,
+        state.status,
+        standing.explicit,
+        standing.confirmed,
+        standing.current_session_id,
+        standing.last_supported_at,
+    )
+
+
+@dataclass(frozen=True)
+class Standing:
+    """What an entry's evidence says of it besides its tier and status."""
+
+    explicit: bool  # ever stated explicitly (or confirmed) by the user
+    confirmed: bool  # confirmed, and not denied since
+    current_session_id: str | None  # the session of its latest explicit statement (at first: its first evidence's)
+    last_supported_at: datetime | None
+
+
+def after_evidence(standing: Standing, ev: Evidence) -> Standing:
+    """The standing after one more piece of evidence: support moves ``last_supported_at`` on; explicit
+    support (or a confirmation) makes the entry explicit and its session the current one; a confirmation
+    confirms it and an explicit denial withdraws an earlier confirmation. Inferred contrary behaviour
+    changes none of these (it only weakens the status, see ``transition``)."""
+    stated = ev.explicit or ev.confirmation
+    if not ev.supports:
+        return replace(standing, confirmed=False) if stated else standing
+    last = standing.last_supported_at
+    return Standing(
+        explicit=standing.explicit or stated,
+        confirmed=standing.confirmed or ev.confirmation,
+        current_session_id=ev.session_id if stated else standing.current_session_id,
+        last_supported_at=ev.observed_at if last is None else max(last, ev.observed_at),
+    )
+
+
+def out_of_order(prior: Mapping[K, Sequence[Evidence]], arrivals: Iterable[tuple[K, datetime]]) -> set[K]:
+    """The entries (keys of ``prior``, each with the evidence it had) that a write gives evidence older than
+    evidence they already have, or than an earlier arrival of the same write (``arrivals``: entry and
+    ``observed_at``, in the write's order). Stepping such an entry would let an older statement overturn a
+    newer one: its state is replayed from all its evidence instead (``replay``)."""
+    newest = {key: max(e.observed_at for e in evs) for key, evs in prior.items() if evs}
+    late: set[K] = set()
+    for key, at in arrivals:
+        if key in newest and at < newest[key]:
+            late.add(key)
+        newest[key] = max(newest.get(key, at), at)
+    return late
 
 
 # Decay (docs/design.md §3.5): an entry silent for its decay period goes one step down. Only these statuses

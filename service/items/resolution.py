@@ -81,6 +81,9 @@ class _Current:
     existing: bool
 
 
+Holders = dict[Slot, _Current | None]  # each slot's active item as the write goes on; None: retired, free
+
+
 def _stored(row: dict[str, Any]) -> dict[str, Any]:
     """The resolution of a write that meets nothing: new, active, retiring nothing (a keyless item has no
     slot to compete for, so this is always its outcome)."""
@@ -154,13 +157,13 @@ async def _correction_targets(
 
 async def _slot_holders(
     session: AsyncSession, plan: Plan, slots: set[Slot]
-) -> tuple[dict[Slot, _Current | None], dict[str, list[dict[str, Any]]]]:
+) -> tuple[Holders, dict[str, list[dict[str, Any]]]]:
     """Who holds each slot, read under the slot locks, and every active item of the slots' keys (any scope
     instance: what scope overrides are named against). An item past its lifetime that the expire job has
     not swept yet holds no slot: it is expired here, by the rule ``expiry``."""
     keys = sorted({s[0] for s in slots})
     actives = await repository.active_for_keys(session, plan.principal.tenant_id, plan.user_id, keys, lock=True)
-    current: dict[Slot, _Current | None] = {}
+    current: Holders = {}
     by_key: dict[str, list[dict[str, Any]]] = {}
     for a in actives:
         row = dict(a)
@@ -173,15 +176,7 @@ async def _slot_holders(
     return current, by_key
 
 
-def _correct(
-    plan: Plan,
-    i: int,
-    row: dict[str, Any],
-    target: dict[str, Any],
-    current: dict[Slot, _Current | None],
-    *,
-    batch: bool,
-) -> None:
+def _correct(plan: Plan, i: int, row: dict[str, Any], target: dict[str, Any], current: Holders, *, batch: bool) -> None:
     """Row ``i`` retires the item it corrects at once, newer or not, if the target is still active and
     ``scoring.conflicts.check_correction`` allows it (system authority, hard constraints); its slot is free."""
     if target["status"] not in ACTIVE_STATUSES:
@@ -205,7 +200,7 @@ def _correct(
     res.update(outcome="replaced", rule="correction", retired_ids=[target["id"]], detail="user correction")
 
 
-def _contest(plan: Plan, i: int, row: dict[str, Any], current: dict[Slot, _Current | None]) -> None:
+def _contest(plan: Plan, i: int, row: dict[str, Any], current: Holders) -> None:
     """Row ``i`` against the holder of its slot (``scoring.conflicts.resolve``): it takes an empty slot or
     replaces the holder, else it is retired at once, rejected or reinforcing the holder."""
     res = plan.resolutions[i]

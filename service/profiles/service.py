@@ -6,6 +6,7 @@ from __future__ import annotations
 import uuid
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from schemas.profiles import (
@@ -22,9 +23,20 @@ from schemas.profiles import (
 from schemas.users import EventRead
 from scoring.fourc import Evidence, FourCWeights, score_4c
 from scoring.items import from_the_future
-from scoring.profile import EntryState, ProfileEntry, effective_profile, replay, transition, with_job_changes
+from scoring.profile import (
+    EntryState,
+    ProfileEntry,
+    Standing,
+    after_evidence,
+    effective_profile,
+    out_of_order,
+    replay,
+    transition,
+    with_job_changes,
+)
 from service.auth.service import Permission
 from service.context import RequestContext
+from service.db.rows import from_row
 from service.errors import BatchItemInvalid, BatchTooLarge, EntryNotFound, ValidationFailed
 from service.events import event, record_events
 from service.ids import uuid7
@@ -42,16 +54,7 @@ def identity(obs: ObservationCreate) -> tuple[str, str, str, str, str]:
 
 
 def to_evidence(o: Mapping[str, Any]) -> Evidence:
-    return Evidence(
-        id=str(o["id"]),
-        session_id=o["session_id"],
-        context=o["context"],
-        explicit=o["explicit"],
-        supports=o["stance"] == "supports",
-        confirmation=o["confirmation"],
-        observed_at=o["observed_at"],
-        weight=o["weight"],
-    )
+    return from_row(Evidence, o, id=str(o["id"]), supports=o["stance"] == "supports")
 
 
 async def add_observations(
@@ -62,218 +65,227 @@ async def add_observations(
     batch: bool,
     permission: Permission = Permission.PROFILE_WRITE,
 ) -> list[ProfileEntryRead]:
-    principal, settings, now = ctx.principal, ctx.settings, ctx.now
-    principal.require(permission)
+    """Record observations as evidence on the entries of their beliefs, in the request's transaction: each
+    finds or creates its entry, which is rescored (4C) and stepped to its new tier and status — or, given
+    evidence older than what it has, replayed from all of it. Every change is an event."""
+    ctx.principal.require(permission)
+    _check_observations(ctx, observations=observations, batch=batch)
+    await users.ensure_user(ctx, user_id=user_id)
+    w = _Write(ctx, user_id, weights(ctx.settings))
+    entries, created = await _locked_entries(w, observations)
+    by_id = {e["id"]: e for e in entries.values()}
+    rows = [_observation_row(w, obs, entries[identity(obs)]["id"]) for obs in observations]
+    await repository.insert_observations(ctx.session, rows)
+    prior, evidence_ids = await _evidence(w, entry_ids=list(by_id), new_ids={r["id"] for r in rows})
+    late = out_of_order(prior, [(r["entry_id"], r["observed_at"]) for r in rows])
+    start = {eid: _state(by_id[eid]) for eid in late}
+
+    events = [_created_event(w, e) for e in entries.values() if e["id"] in created]
+    for row in rows:
+        entry = by_id[row["entry_id"]]
+        events += _add_evidence(w, entry, row, prior[entry["id"]], step=entry["id"] not in late)
+    for eid in sorted(late):
+        events += _replay(w, by_id[eid], prior[eid], start=start[eid])
+    await repository.update_entries(ctx.session, [_updatable(e) for e in entries.values()])
+    await record_events(ctx.session, events)
+    return [_read(by_id[r["entry_id"]], evidence_ids[r["entry_id"]]) for r in rows]
+
+
+@dataclass(frozen=True)
+class _Write:
+    """One request's observations: its context, the user they are about, the 4C weights they are scored by."""
+
+    ctx: RequestContext
+    user_id: str
+    weights: FourCWeights
+
+    def event(self, action: str, entity_type: str, entity_id: Any, **fields: Any) -> dict[str, Any]:
+        """An event of this write: by its principal, about its user, at its time."""
+        by, now = self.ctx.principal, self.ctx.now
+        return event(
+            by, user_id=self.user_id, action=action, entity_type=entity_type, entity_id=entity_id, now=now, **fields
+        )
+
+
+def _check_observations(ctx: RequestContext, *, observations: Sequence[ObservationCreate], batch: bool) -> None:
+    """What the schema cannot check: the batch size (CTXMEM_MAX_BATCH_ITEMS) and an ``observed_at`` not in
+    the future (``scoring.items.from_the_future``); in a batch the first bad observation is named."""
+    settings = ctx.settings
     if len(observations) > settings.max_batch_items:
         raise BatchTooLarge(
             f"a batch holds at most {settings.max_batch_items:,} observations (setting CTXMEM_MAX_BATCH_ITEMS), "
             f"got {len(observations):,}: split it"
         )
     for i, obs in enumerate(observations):
-        if from_the_future(obs.observed_at, now=now):
+        if from_the_future(obs.observed_at, now=ctx.now):
             if batch:
                 raise BatchItemInvalid(f"observations[{i}]: observed_at is in the future", index=i)
             raise ValidationFailed("observed_at is in the future")
-    tenant_id = principal.tenant_id
-    await users.ensure_user(ctx, user_id=user_id)
 
-    # Find or create each belief, then lock them all (in id order).
+
+async def _locked_entries(
+    w: _Write, observations: Sequence[ObservationCreate]
+) -> tuple[dict[tuple[str, ...], dict[str, Any]], set[uuid.UUID]]:
+    """The entry of each observation's belief (its identity: domain, dimension, key, value, polarity),
+    created where missing — current, active, scored 0 — then all row-locked in id order, so that concurrent
+    writers cannot deadlock. Returns them by identity, and the ids of those this write created."""
     fresh: dict[tuple[str, ...], dict[str, Any]] = {}
     for obs in observations:
-        ident = identity(obs)
-        if ident not in fresh:
-            at = obs.observed_at or now
-            fresh[ident] = {
-                "id": uuid7(),
-                "tenant_id": tenant_id,
-                "user_id": user_id,
-                "domain": obs.domain,
-                "domain_key": ident[0],
-                "dimension": obs.dimension,
-                "key": obs.key,
-                "value": obs.value,
-                "polarity": obs.polarity,
-                "tier": "current",
-                "status": "active",
-                "score": 0.0,
-                "breakdown": {},
-                "explicit": False,
-                "evidence_count": 0,
-                "current_session_id": obs.session_id,
-                "confirmed_at": None,
-                "first_evidence_at": at,
-                "last_evidence_at": at,
-                "last_supported_at": None,
-                "expires_at": None,
-                "created_at": now,
-                "updated_at": now,
-            }
-    created = await repository.create_missing_entries(ctx.session, sorted(fresh.values(), key=lambda r: r["id"]))
-    locked = await repository.lock_entries(ctx.session, tenant_id, user_id, list(fresh))
-    entries = {tuple(r[c] for c in repository.IDENTITY): dict(r) for r in locked}
-    by_id = {e["id"]: e for e in entries.values()}
+        if identity(obs) not in fresh:
+            fresh[identity(obs)] = _new_entry(w, obs)
+    session, tenant_id = w.ctx.session, w.ctx.principal.tenant_id
+    created = await repository.create_missing_entries(session, sorted(fresh.values(), key=lambda r: r["id"]))
+    locked = await repository.lock_entries(session, tenant_id, w.user_id, list(fresh))
+    return {tuple(r[c] for c in repository.IDENTITY): dict(r) for r in locked}, created
 
-    obs_rows = []
-    for obs in observations:
-        entry = entries[identity(obs)]
-        obs_rows.append(
-            {
-                "id": uuid7(),
-                "tenant_id": tenant_id,
-                "user_id": user_id,
-                "entry_id": entry["id"],
-                "session_id": obs.session_id,
-                "context": obs.context,
-                "explicit": obs.explicit or obs.confirmation,
-                "stance": obs.stance,
-                "confirmation": obs.confirmation,
-                "observed_at": obs.observed_at or now,
-                "source": obs.source,
-                "note": obs.note,
-                "weight": obs.weight,
-                "created_at": now,
-            }
-        )
-    await repository.insert_observations(ctx.session, obs_rows)
 
-    new_ids = {r["id"] for r in obs_rows}
+def _new_entry(w: _Write, obs: ObservationCreate) -> dict[str, Any]:
+    now = w.ctx.now
+    at = obs.observed_at or now
+    return {
+        "id": uuid7(),
+        "tenant_id": w.ctx.principal.tenant_id,
+        "user_id": w.user_id,
+        "domain": obs.domain,
+        "domain_key": identity(obs)[0],
+        "dimension": obs.dimension,
+        "key": obs.key,
+        "value": obs.value,
+        "polarity": obs.polarity,
+        "tier": "current",
+        "status": "active",
+        "score": 0.0,
+        "breakdown": {},
+        "explicit": False,
+        "evidence_count": 0,
+        "current_session_id": obs.session_id,
+        "confirmed_at": None,
+        "first_evidence_at": at,
+        "last_evidence_at": at,
+        "last_supported_at": None,
+        "expires_at": None,
+        "created_at": now,
+        "updated_at": now,
+    }
+
+
+def _observation_row(w: _Write, obs: ObservationCreate, entry_id: uuid.UUID) -> dict[str, Any]:
+    """The stored observation: a confirmation is explicit, and ``observed_at`` defaults to now."""
+    now = w.ctx.now
+    return {
+        "id": uuid7(),
+        "tenant_id": w.ctx.principal.tenant_id,
+        "user_id": w.user_id,
+        "entry_id": entry_id,
+        "session_id": obs.session_id,
+        "context": obs.context,
+        "explicit": obs.explicit or obs.confirmation,
+        "stance": obs.stance,
+        "confirmation": obs.confirmation,
+        "observed_at": obs.observed_at or now,
+        "source": obs.source,
+        "note": obs.note,
+        "weight": obs.weight,
+        "created_at": now,
+    }
+
+
+async def _evidence(
+    w: _Write, *, entry_ids: Sequence[uuid.UUID], new_ids: set[uuid.UUID]
+) -> tuple[dict[uuid.UUID, list[Evidence]], dict[uuid.UUID, list[uuid.UUID]]]:
+    """Each entry's evidence in observed_at order: as the scorer sees it, what the entry had before this
+    write (whose observations ``new_ids`` are added one at a time), and the ids of all of it."""
     prior: dict[uuid.UUID, list[Evidence]] = defaultdict(list)
     all_ids: dict[uuid.UUID, list[uuid.UUID]] = defaultdict(list)
-    for o in await repository.observations_for(ctx.session, tenant_id, [e["id"] for e in entries.values()]):
+    for o in await repository.observations_for(w.ctx.session, w.ctx.principal.tenant_id, entry_ids):
         all_ids[o["entry_id"]].append(o["id"])
         if o["id"] not in new_ids:
             prior[o["entry_id"]].append(to_evidence(o))
-
-    # Entries that get evidence older than evidence they already have (or than an earlier one of this
-    # request): their state is replayed from all evidence in observed_at order below, not stepped.
-    late: set[uuid.UUID] = set()
-    newest = {eid: max(e.observed_at for e in evs) for eid, evs in prior.items() if evs}
-    for row in obs_rows:
-        eid, at = row["entry_id"], row["observed_at"]
-        if eid in newest and at < newest[eid]:
-            late.add(eid)
-        newest[eid] = max(newest.get(eid, at), at)
-    start = {eid: _state(by_id[eid]) for eid in late}
-
-    w = weights(settings)
-    events: list[dict[str, Any]] = [
-        event(
-            ctx.principal,
-            user_id=user_id,
-            action="profile.created",
-            entity_type="profile_entry",
-            entity_id=e["id"],
-            after=_state(e),
-            now=ctx.now,
-        )
-        for e in entries.values()
-        if e["id"] in created
-    ]
-    for row in obs_rows:
-        entry = by_id[row["entry_id"]]
-        ev = to_evidence(row)
-        evidence = prior[entry["id"]]
-        evidence.append(ev)
-        scored = score_4c(evidence, now=now, weights=w)
-        entry["score"], entry["breakdown"] = scored.score, scored.breakdown()
-        entry["evidence_count"] = len(evidence)
-        entry["first_evidence_at"] = min(entry["first_evidence_at"], ev.observed_at)
-        entry["last_evidence_at"] = max(entry["last_evidence_at"], ev.observed_at)
-        entry["updated_at"] = now
-        events.append(_observation_event(ctx, user_id, row, entry, scored.score))
-        if entry["id"] in late:
-            continue
-        before = _state(entry)
-        step = transition(
-            EntryState(entry["tier"], entry["status"]),
-            ev,
-            scored,
-            candidate_min_sessions=settings.candidate_min_sessions,
-        )
-        entry["tier"], entry["status"] = step.tier, step.status
-        if ev.supports:
-            last = entry["last_supported_at"]
-            entry["last_supported_at"] = ev.observed_at if last is None else max(last, ev.observed_at)
-            if ev.explicit:
-                entry["explicit"] = True
-                entry["current_session_id"] = ev.session_id
-            if ev.confirmation:
-                entry["confirmed_at"] = now
-        elif ev.explicit:
-            entry["confirmed_at"] = None  # a denial withdraws an earlier confirmation
-        if step.rule is not None and _state(entry) != before:
-            events.append(
-                event(
-                    ctx.principal,
-                    user_id=user_id,
-                    action="profile.changed",
-                    entity_type="profile_entry",
-                    entity_id=entry["id"],
-                    now=ctx.now,
-                    rule=step.rule,
-                    reason=step.reason,
-                    before=before,
-                    after=_state(entry),
-                )
-            )
-    for eid in sorted(late):
-        entry = by_id[eid]
-        replayed = replay(prior[eid], candidate_min_sessions=settings.candidate_min_sessions)
-        stored = EntryState(start[eid]["tier"], start[eid]["status"])
-        state = with_job_changes(replayed, stored, decayed_at=entry.get("decayed_at"))
-        entry["tier"], entry["status"] = state.tier, state.status
-        entry["explicit"] = replayed.explicit
-        entry["current_session_id"] = replayed.current_session_id
-        entry["last_supported_at"] = replayed.last_supported_at
-        if not replayed.confirmed:
-            entry["confirmed_at"] = None
-        elif entry["confirmed_at"] is None:
-            entry["confirmed_at"] = now
-        if _state(entry) != start[eid]:
-            events.append(
-                event(
-                    ctx.principal,
-                    user_id=user_id,
-                    action="profile.changed",
-                    entity_type="profile_entry",
-                    entity_id=eid,
-                    now=ctx.now,
-                    rule="evidence-order",
-                    reason="evidence older than the entry's latest: its state replayed in observed_at order",
-                    before=start[eid],
-                    after=_state(entry),
-                )
-            )
-    await repository.update_entries(ctx.session, [_updatable(e) for e in entries.values()])
-    await record_events(ctx.session, events)
-    out = []
-    for row in obs_rows:
-        entry = by_id[row["entry_id"]]
-        out.append(_read(entry, all_ids[entry["id"]]))
-    return out
+    return prior, all_ids
 
 
-def _observation_event(
-    ctx: RequestContext, user_id: str, row: Mapping[str, Any], entry: Mapping[str, Any], score: float
-) -> dict[str, Any]:
-    return event(
-        ctx.principal,
-        user_id=user_id,
-        action="observation.added",
-        entity_type="observation",
-        entity_id=row["id"],
-        now=ctx.now,
-        reason=row["note"],
-        after={
-            "entry_id": str(entry["id"]),
-            "stance": row["stance"],
-            "explicit": row["explicit"],
-            "confirmation": row["confirmation"],
-            "session_id": row["session_id"],
-            "context": row["context"],
-            "score": score,
-        },
+def _add_evidence(
+    w: _Write, entry: dict[str, Any], row: Mapping[str, Any], evidence: list[Evidence], *, step: bool
+) -> list[dict[str, Any]]:
+    """One observation added to its entry's ``evidence``: the entry is rescored with it (``score_4c``) and,
+    when ``step`` (its evidence arrives in order), moved to the tier and status ``transition`` gives and the
+    standing ``after_evidence`` gives. Returns the observation's event and, if the state moved by a rule,
+    the entry's."""
+    now = w.ctx.now
+    ev = to_evidence(row)
+    evidence.append(ev)
+    scored = score_4c(evidence, now=now, weights=w.weights)
+    entry["score"], entry["breakdown"] = scored.score, scored.breakdown()
+    entry["evidence_count"] = len(evidence)
+    entry["first_evidence_at"] = min(entry["first_evidence_at"], ev.observed_at)
+    entry["last_evidence_at"] = max(entry["last_evidence_at"], ev.observed_at)
+    entry["updated_at"] = now
+    events = [_observation_event(w, row, entry, scored.score)]
+    if not step:
+        return events
+    before = _state(entry)
+    state = EntryState(entry["tier"], entry["status"])
+    moved = transition(state, ev, scored, candidate_min_sessions=w.ctx.settings.candidate_min_sessions)
+    entry["tier"], entry["status"] = moved.tier, moved.status
+    standing = after_evidence(from_row(Standing, entry, confirmed=entry["confirmed_at"] is not None), ev)
+    entry["explicit"] = standing.explicit
+    entry["current_session_id"] = standing.current_session_id
+    entry["last_supported_at"] = standing.last_supported_at
+    if not standing.confirmed:
+        entry["confirmed_at"] = None
+    elif ev.supports and ev.confirmation:
+        entry["confirmed_at"] = now  # a confirmation dates it, a repeated one again
+    if moved.rule is not None and _state(entry) != before:
+        events.append(_changed_event(w, entry, moved.rule, moved.reason, before))
+    return events
+
+
+def _replay(
+    w: _Write, entry: dict[str, Any], evidence: Sequence[Evidence], *, start: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """An entry that got evidence out of order: its tier, status and standing re-derived from all its
+    evidence (``replay``), the jobs' changes to its ``start`` state kept unless the evidence overturns them
+    (``with_job_changes``). Returns its event if its state moved."""
+    replayed = replay(evidence, candidate_min_sessions=w.ctx.settings.candidate_min_sessions)
+    stored = EntryState(start["tier"], start["status"])
+    state = with_job_changes(replayed, stored, decayed_at=entry.get("decayed_at"))
+    entry["tier"], entry["status"] = state.tier, state.status
+    entry["explicit"] = replayed.explicit
+    entry["current_session_id"] = replayed.current_session_id
+    entry["last_supported_at"] = replayed.last_supported_at
+    if not replayed.confirmed:
+        entry["confirmed_at"] = None
+    elif entry["confirmed_at"] is None:
+        entry["confirmed_at"] = w.ctx.now
+    if _state(entry) == start:
+        return []
+    reason = "evidence older than the entry's latest: its state replayed in observed_at order"
+    return [_changed_event(w, entry, "evidence-order", reason, start)]
+
+
+def _created_event(w: _Write, entry: Mapping[str, Any]) -> dict[str, Any]:
+    return w.event("profile.created", "profile_entry", entry["id"], after=_state(entry))
+
+
+def _changed_event(w: _Write, entry: Mapping[str, Any], rule: str, reason: str, before: Any) -> dict[str, Any]:
+    """An entry's tier or status moved from ``before`` to what it is now, by ``rule``."""
+    after = _state(entry)
+    return w.event(
+        "profile.changed", "profile_entry", entry["id"], rule=rule, reason=reason, before=before, after=after
     )
+
+
+def _observation_event(w: _Write, row: Mapping[str, Any], entry: Mapping[str, Any], score: float) -> dict[str, Any]:
+    after = {
+        "entry_id": str(entry["id"]),
+        "stance": row["stance"],
+        "explicit": row["explicit"],
+        "confirmation": row["confirmation"],
+        "session_id": row["session_id"],
+        "context": row["context"],
+        "score": score,
+    }
+    return w.event("observation.added", "observation", row["id"], reason=row["note"], after=after)
 
 
 def _state(e: Mapping[str, Any]) -> dict[str, Any]:
@@ -308,21 +320,7 @@ def _read(e: Mapping[str, Any], evidence_ids: Sequence[uuid.UUID] | None = None)
 
 
 def _pure(e: Mapping[str, Any]) -> ProfileEntry:
-    return ProfileEntry(
-        id=str(e["id"]),
-        domain=e["domain"],
-        dimension=e["dimension"],
-        key=e["key"],
-        value=e["value"],
-        polarity=e["polarity"],
-        tier=e["tier"],
-        status=e["status"],
-        score=e["score"],
-        explicit=e["explicit"],
-        confirmed=e["confirmed_at"] is not None,
-        current_session_id=e["current_session_id"],
-        last_evidence_at=e["last_evidence_at"],
-    )
+    return from_row(ProfileEntry, e, id=str(e["id"]), confirmed=e["confirmed_at"] is not None)
 
 
 def effective_for(

@@ -8,7 +8,16 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from scoring.fourc import Evidence, score_4c
-from scoring.profile import EntryState, Replayed, replay, transition, with_job_changes
+from scoring.profile import (
+    EntryState,
+    Replayed,
+    Standing,
+    after_evidence,
+    out_of_order,
+    replay,
+    transition,
+    with_job_changes,
+)
 
 T0 = datetime(2026, 6, 1, tzinfo=UTC)
 
@@ -82,3 +91,58 @@ def test_job_changes_stand_unless_the_evidence_overturns_them() -> None:
     assert with_job_changes(rejected, decayed, decayed_at=T0 + timedelta(days=90)) == EntryState(
         "long_term", "rejected"
     )
+
+
+NEW = Standing(explicit=False, confirmed=False, current_session_id="s1", last_supported_at=None)
+
+
+def test_explicit_support_makes_an_entry_explicit_in_its_session_and_inferred_support_only_dates_it() -> None:
+    inferred = after_evidence(NEW, ev(1, session="s2"))
+    assert inferred == Standing(False, False, "s1", T0 + timedelta(days=1))
+    stated = after_evidence(inferred, ev(2, explicit=True, session="s3"))
+    assert stated == Standing(True, False, "s3", T0 + timedelta(days=2))
+
+
+def test_a_confirmation_confirms_and_an_explicit_denial_withdraws_it() -> None:
+    confirmed = after_evidence(NEW, ev(1, confirmation=True, session="s2"))
+    assert confirmed == Standing(True, True, "s2", T0 + timedelta(days=1))
+    # the confirmation alone (without the explicit flag) counts as explicit too
+    bare = Evidence("x", "s3", "c", False, True, True, T0, 1.0)
+    assert after_evidence(NEW, bare) == Standing(True, True, "s3", T0)
+    denied = after_evidence(confirmed, ev(2, supports=False, explicit=True, session="s4"))
+    assert denied == Standing(True, False, "s2", T0 + timedelta(days=1))
+
+
+def test_inferred_contrary_behaviour_changes_no_standing() -> None:
+    confirmed = Standing(True, True, "s2", T0)
+    assert after_evidence(confirmed, ev(5, supports=False)) == confirmed
+
+
+def test_last_supported_at_never_moves_back() -> None:
+    late = Standing(False, False, "s1", T0 + timedelta(days=9))
+    assert after_evidence(late, ev(1)).last_supported_at == T0 + timedelta(days=9)
+
+
+@given(evidence=evidence_lists)
+def test_replay_folds_after_evidence_in_observed_order(evidence: list[Evidence]) -> None:
+    standing = Standing(False, False, evidence[0].session_id, None)
+    for e in evidence:
+        standing = after_evidence(standing, e)
+    r = replay(evidence)
+    assert (r.explicit, r.confirmed, r.current_session_id, r.last_supported_at) == (
+        standing.explicit,
+        standing.confirmed,
+        standing.current_session_id,
+        standing.last_supported_at,
+    )
+
+
+def test_evidence_older_than_what_an_entry_has_puts_it_out_of_order() -> None:
+    prior = {"a": [ev(5)], "b": [ev(5)], "c": []}
+    arrivals = [("a", T0 + timedelta(days=4)), ("b", T0 + timedelta(days=5)), ("c", T0)]
+    assert out_of_order(prior, arrivals) == {"a"}  # b: the same time is in order; c had nothing
+
+
+def test_an_earlier_arrival_of_the_same_write_counts_as_evidence_the_entry_has() -> None:
+    arrivals = [("a", T0 + timedelta(days=2)), ("a", T0 + timedelta(days=1)), ("b", T0), ("b", T0 + timedelta(1))]
+    assert out_of_order({}, arrivals) == {"a"}
