@@ -18,13 +18,15 @@ T = ContextItem.__table__  # type: ignore[attr-defined]
 C = T.c
 
 
-async def insert_items(session: AsyncSession, rows: Sequence[dict[str, Any]]) -> None:
+async def insert_items(session: AsyncSession, *, rows: Sequence[dict[str, Any]]) -> None:
     # One COPY (not the ORM bulk insert, which drops None-valued keys row by row and emits one INSERT per
     # run of rows with equal key sets: ~900 statements for 1,000 sparse items).
     await copy_rows(session, T, rows)
 
 
-async def existing_ids(session: AsyncSession, tenant_id: str, user_id: str, ids: Sequence[uuid.UUID]) -> set[uuid.UUID]:
+async def existing_ids(
+    session: AsyncSession, *, tenant_id: str, user_id: str, ids: Sequence[uuid.UUID]
+) -> set[uuid.UUID]:
     if not ids:
         return set()
     stmt = select(C.id).where(C.tenant_id == tenant_id, C.user_id == user_id, C.id.in_(list(ids)))
@@ -32,7 +34,7 @@ async def existing_ids(session: AsyncSession, tenant_id: str, user_id: str, ids:
 
 
 async def get_item(
-    session: AsyncSession, tenant_id: str, user_id: str, item_id: uuid.UUID, *, for_update: bool = False
+    session: AsyncSession, *, tenant_id: str, user_id: str, item_id: uuid.UUID, for_update: bool = False
 ) -> ContextItem | None:
     stmt = select(ContextItem).where(
         ContextItem.tenant_id == tenant_id, ContextItem.user_id == user_id, ContextItem.id == item_id
@@ -42,7 +44,7 @@ async def get_item(
     return (await session.execute(stmt)).scalar_one_or_none()
 
 
-async def tombstone(session: AsyncSession, item_id: uuid.UUID, now: datetime, reason: str | None) -> None:
+async def tombstone(session: AsyncSession, *, item_id: uuid.UUID, now: datetime, reason: str | None) -> None:
     await session.execute(
         update(ContextItem)
         .where(ContextItem.id == item_id)
@@ -101,7 +103,7 @@ async def list_items(
     return list((await session.execute(stmt)).scalars())
 
 
-async def lock_slots(session: AsyncSession, slot_names: Sequence[str]) -> None:
+async def lock_slots(session: AsyncSession, *, slot_names: Sequence[str]) -> None:
     """Transaction-scoped advisory locks, one per slot, taken in sorted order so that two writers
     locking overlapping slots cannot deadlock. A hash collision only serialises two unrelated slots."""
     if not slot_names:
@@ -113,7 +115,7 @@ async def lock_slots(session: AsyncSession, slot_names: Sequence[str]) -> None:
 
 
 async def active_for_keys(
-    session: AsyncSession, tenant_id: str, user_id: str, keys: Sequence[str], *, lock: bool
+    session: AsyncSession, *, tenant_id: str, user_id: str, keys: Sequence[str], lock: bool
 ) -> list[Any]:
     """Active keyed items of the user with any of ``keys`` (all scopes), locked when asked."""
     if not keys:
@@ -134,7 +136,7 @@ async def active_for_keys(
 
 
 async def items_by_ids(
-    session: AsyncSession, tenant_id: str, user_id: str, ids: Sequence[uuid.UUID], *, lock: bool
+    session: AsyncSession, *, tenant_id: str, user_id: str, ids: Sequence[uuid.UUID], lock: bool
 ) -> list[Any]:
     if not ids:
         return []
@@ -144,7 +146,7 @@ async def items_by_ids(
     return list((await session.execute(stmt)).mappings())
 
 
-async def apply_updates(session: AsyncSession, updates: Sequence[dict[str, Any]]) -> None:
+async def apply_updates(session: AsyncSession, *, updates: Sequence[dict[str, Any]]) -> None:
     """Update existing items by id; every dict carries ``id`` and the same set of columns per group."""
     groups: dict[tuple[str, ...], list[dict[str, Any]]] = {}
     for u in updates:

@@ -120,9 +120,9 @@ async def resolve_rows(
     tenant_id = principal.tenant_id
     found = await _correction_targets(session, tenant_id=tenant_id, user_id=user_id, rows=rows, batch=batch)
     slots = {slot_of(r) for r in keyed} | {slot_of(t) for t in found if t["key"] is not None}
-    await repository.lock_slots(session, [slot_lock_name(tenant_id, user_id, s) for s in slots])
+    await repository.lock_slots(session, slot_names=[slot_lock_name(tenant_id, user_id, s) for s in slots])
     current, by_key = await _slot_holders(session, plan, slots)
-    locked = await repository.items_by_ids(session, tenant_id, user_id, target_ids, lock=True)
+    locked = await repository.items_by_ids(session, tenant_id=tenant_id, user_id=user_id, ids=target_ids, lock=True)
     targets = {t["id"]: dict(t) for t in locked}
 
     for i, row in enumerate(rows):
@@ -148,7 +148,12 @@ async def _correction_targets(
     """The items the rows correct, each of which must exist for this user. Checked before the slots are
     locked, so that a missing target is refused without waiting; their state is re-read under the locks."""
     target_ids = [r["corrects"] for r in rows if r["corrects"] is not None]
-    found = {t["id"]: t for t in await repository.items_by_ids(session, tenant_id, user_id, target_ids, lock=False)}
+    found = {
+        t["id"]: t
+        for t in await repository.items_by_ids(
+            session, tenant_id=tenant_id, user_id=user_id, ids=target_ids, lock=False
+        )
+    }
     for i, r in enumerate(rows):
         if r["corrects"] is not None and r["corrects"] not in found:
             raise _refusal(ValidationFailed, f"corrects: no item {r['corrects']} for this user", i, batch=batch)
@@ -162,7 +167,9 @@ async def _slot_holders(
     instance: what scope overrides are named against). An item past its lifetime that the expire job has
     not swept yet holds no slot: it is expired here, by the rule ``expiry``."""
     keys = sorted({s[0] for s in slots})
-    actives = await repository.active_for_keys(session, plan.principal.tenant_id, plan.user_id, keys, lock=True)
+    actives = await repository.active_for_keys(
+        session, tenant_id=plan.principal.tenant_id, user_id=plan.user_id, keys=keys, lock=True
+    )
     current: Holders = {}
     by_key: dict[str, list[dict[str, Any]]] = {}
     for a in actives:

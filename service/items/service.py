@@ -117,7 +117,9 @@ async def _check_related(ctx: RequestContext, *, user_id: str, items: Sequence[I
     related = {r for item in items for r in item.related_ids}
     if not related:
         return
-    found = await repository.existing_ids(ctx.session, ctx.principal.tenant_id, user_id, list(related))
+    found = await repository.existing_ids(
+        ctx.session, tenant_id=ctx.principal.tenant_id, user_id=user_id, ids=list(related)
+    )
     for i, item in enumerate(items):
         missing = [str(r) for r in item.related_ids if r not in found]
         if missing:
@@ -181,8 +183,8 @@ async def _write(ctx: RequestContext, *, user_id: str, rows: list[dict[str, Any]
     the old ones in the one-active-per-slot index), then the new rows, every event (each new item's first,
     then the plan's), and the outbox rows of every item whose text or status changed."""
     session, principal, now = ctx.session, ctx.principal, ctx.now
-    await repository.apply_updates(session, list(plan.updates.values()))
-    await repository.insert_items(session, rows)
+    await repository.apply_updates(session, updates=list(plan.updates.values()))
+    await repository.insert_items(session, rows=rows)
     created = []
     for i, row in enumerate(rows):
         res = plan.resolutions.get(i)
@@ -222,7 +224,7 @@ def attach_levels(tokenizer: Tokenizer, *, user_id: str, rows: Sequence[dict[str
 async def get_item(ctx: RequestContext, *, user_id: str, item_id: uuid.UUID) -> ItemRead:
     principal = ctx.principal
     principal.require(Permission.ITEMS_READ)
-    item = await repository.get_item(ctx.session, principal.tenant_id, user_id, item_id)
+    item = await repository.get_item(ctx.session, tenant_id=principal.tenant_id, user_id=user_id, item_id=item_id)
     if item is None:
         raise ItemNotFound(f"no item {item_id} for user {user_id!r}")
     return ItemRead.model_validate(item)
@@ -332,7 +334,9 @@ async def delete_item(ctx: RequestContext, *, user_id: str, item_id: uuid.UUID) 
     tombstone again changes nothing and returns it."""
     session, principal, now = ctx.session, ctx.principal, ctx.now
     principal.require(Permission.ITEMS_WRITE)
-    item = await repository.get_item(session, principal.tenant_id, user_id, item_id, for_update=True)
+    item = await repository.get_item(
+        session, tenant_id=principal.tenant_id, user_id=user_id, item_id=item_id, for_update=True
+    )
     if item is None:
         raise ItemNotFound(f"no item {item_id} for user {user_id!r}")
     if item.status == "deleted":
@@ -340,7 +344,7 @@ async def delete_item(ctx: RequestContext, *, user_id: str, item_id: uuid.UUID) 
     if item.authority == "system" and not principal.can(Permission.WRITE_SYSTEM_AUTHORITY):
         raise Forbidden(f"a {principal.role} key cannot delete a system-authority item")
     before = item.status
-    await repository.tombstone(session, item_id, now, None)
+    await repository.tombstone(session, item_id=item_id, now=now, reason=None)
     await enqueue_sync(session, principal.tenant_id, user_id, [item_id], now)
     await record_events(
         session,

@@ -18,7 +18,7 @@ O = Observation.__table__  # type: ignore[attr-defined]  # noqa: E741
 IDENTITY = ("domain_key", "dimension", "key", "value", "polarity")
 
 
-async def create_missing_entries(session: AsyncSession, rows: Sequence[dict[str, Any]]) -> set[uuid.UUID]:
+async def create_missing_entries(session: AsyncSession, *, rows: Sequence[dict[str, Any]]) -> set[uuid.UUID]:
     """Insert entries that do not exist yet (by belief identity); returns the ids actually inserted."""
     if not rows:
         return set()
@@ -28,7 +28,7 @@ async def create_missing_entries(session: AsyncSession, rows: Sequence[dict[str,
 
 
 async def lock_entries(
-    session: AsyncSession, tenant_id: str, user_id: str, identities: Sequence[tuple[str, ...]]
+    session: AsyncSession, *, tenant_id: str, user_id: str, identities: Sequence[tuple[str, ...]]
 ) -> list[Any]:
     """The entries with these identities, row-locked in id order (so concurrent writers cannot deadlock)."""
     stmt = (
@@ -41,18 +41,18 @@ async def lock_entries(
     return list((await session.execute(stmt)).mappings())
 
 
-async def insert_observations(session: AsyncSession, rows: Sequence[dict[str, Any]]) -> None:
+async def insert_observations(session: AsyncSession, *, rows: Sequence[dict[str, Any]]) -> None:
     await session.execute(insert(O), list(rows))
 
 
-async def observations_for(session: AsyncSession, tenant_id: str, entry_ids: Sequence[uuid.UUID]) -> list[Any]:
+async def observations_for(session: AsyncSession, *, tenant_id: str, entry_ids: Sequence[uuid.UUID]) -> list[Any]:
     stmt = (
         select(O).where(O.c.tenant_id == tenant_id, O.c.entry_id.in_(list(entry_ids))).order_by(O.c.observed_at, O.c.id)
     )
     return list((await session.execute(stmt)).mappings())
 
 
-async def update_entries(session: AsyncSession, rows: Sequence[dict[str, Any]]) -> None:
+async def update_entries(session: AsyncSession, *, rows: Sequence[dict[str, Any]]) -> None:
     if not rows:
         return
     columns = [c for c in rows[0] if c != "id"]
@@ -61,7 +61,7 @@ async def update_entries(session: AsyncSession, rows: Sequence[dict[str, Any]]) 
 
 
 async def user_entries(
-    session: AsyncSession, tenant_id: str, user_id: str, *, tiers: Sequence[str] | None, domains: Sequence[str] | None
+    session: AsyncSession, *, tenant_id: str, user_id: str, tiers: Sequence[str] | None, domains: Sequence[str] | None
 ) -> list[Any]:
     conds = [E.c.tenant_id == tenant_id, E.c.user_id == user_id]
     if tiers:
@@ -72,12 +72,12 @@ async def user_entries(
     return list((await session.execute(stmt)).mappings())
 
 
-async def entry(session: AsyncSession, tenant_id: str, user_id: str, entry_id: uuid.UUID) -> Any | None:
+async def entry(session: AsyncSession, *, tenant_id: str, user_id: str, entry_id: uuid.UUID) -> Any | None:
     stmt = select(E).where(E.c.tenant_id == tenant_id, E.c.user_id == user_id, E.c.id == entry_id)
     return (await session.execute(stmt)).mappings().one_or_none()
 
 
-async def entry_events(session: AsyncSession, tenant_id: str, entity_ids: Sequence[str]) -> list[Any]:
+async def entry_events(session: AsyncSession, *, tenant_id: str, entity_ids: Sequence[str]) -> list[Any]:
     stmt = (
         select(Event)
         .where(Event.tenant_id == tenant_id, Event.entity_id.in_(list(entity_ids)))  # type: ignore[union-attr]

@@ -75,7 +75,7 @@ async def add_observations(
     entries, created = await _locked_entries(w, observations)
     by_id = {e["id"]: e for e in entries.values()}
     rows = [_observation_row(w, obs, entries[identity(obs)]["id"]) for obs in observations]
-    await repository.insert_observations(ctx.session, rows)
+    await repository.insert_observations(ctx.session, rows=rows)
     prior, evidence_ids = await _evidence(w, entry_ids=list(by_id), new_ids={r["id"] for r in rows})
     late = out_of_order(prior, [(r["entry_id"], r["observed_at"]) for r in rows])
     start = {eid: _state(by_id[eid]) for eid in late}
@@ -86,7 +86,7 @@ async def add_observations(
         events += _add_evidence(w, entry, row, prior[entry["id"]], step=entry["id"] not in late)
     for eid in sorted(late):
         events += _replay(w, by_id[eid], prior[eid], start=start[eid])
-    await repository.update_entries(ctx.session, [_updatable(e) for e in entries.values()])
+    await repository.update_entries(ctx.session, rows=[_updatable(e) for e in entries.values()])
     await record_events(ctx.session, events)
     return [_read(by_id[r["entry_id"]], evidence_ids[r["entry_id"]]) for r in rows]
 
@@ -134,8 +134,8 @@ async def _locked_entries(
         if identity(obs) not in fresh:
             fresh[identity(obs)] = _new_entry(w, obs)
     session, tenant_id = w.ctx.session, w.ctx.principal.tenant_id
-    created = await repository.create_missing_entries(session, sorted(fresh.values(), key=lambda r: r["id"]))
-    locked = await repository.lock_entries(session, tenant_id, w.user_id, list(fresh))
+    created = await repository.create_missing_entries(session, rows=sorted(fresh.values(), key=lambda r: r["id"]))
+    locked = await repository.lock_entries(session, tenant_id=tenant_id, user_id=w.user_id, identities=list(fresh))
     return {tuple(r[c] for c in repository.IDENTITY): dict(r) for r in locked}, created
 
 
@@ -197,7 +197,7 @@ async def _evidence(
     write (whose observations ``new_ids`` are added one at a time), and the ids of all of it."""
     prior: dict[uuid.UUID, list[Evidence]] = defaultdict(list)
     all_ids: dict[uuid.UUID, list[uuid.UUID]] = defaultdict(list)
-    for o in await repository.observations_for(w.ctx.session, w.ctx.principal.tenant_id, entry_ids):
+    for o in await repository.observations_for(w.ctx.session, tenant_id=w.ctx.principal.tenant_id, entry_ids=entry_ids):
         all_ids[o["entry_id"]].append(o["id"])
         if o["id"] not in new_ids:
             prior[o["entry_id"]].append(to_evidence(o))
@@ -354,7 +354,9 @@ async def get_profile(
 ) -> ProfileRead:
     principal = ctx.principal
     principal.require(Permission.ITEMS_READ)
-    rows = await repository.user_entries(ctx.session, principal.tenant_id, user_id, tiers=None, domains=domains)
+    rows = await repository.user_entries(
+        ctx.session, tenant_id=principal.tenant_id, user_id=user_id, tiers=None, domains=domains
+    )
     grouped: dict[str, dict[str, list[ProfileEntryRead]]] = {}
     for r in rows:
         if tiers and r["tier"] not in tiers:
@@ -366,11 +368,11 @@ async def get_profile(
 async def get_evidence(ctx: RequestContext, *, user_id: str, entry_id: uuid.UUID) -> EntryEvidence:
     session, principal = ctx.session, ctx.principal
     principal.require(Permission.EVIDENCE_READ)
-    row = await repository.entry(session, principal.tenant_id, user_id, entry_id)
+    row = await repository.entry(session, tenant_id=principal.tenant_id, user_id=user_id, entry_id=entry_id)
     if row is None:
         raise EntryNotFound(f"no profile entry {entry_id} for user {user_id!r}")
-    observations = await repository.observations_for(session, principal.tenant_id, [entry_id])
-    events = await repository.entry_events(session, principal.tenant_id, [str(entry_id)])
+    observations = await repository.observations_for(session, tenant_id=principal.tenant_id, entry_ids=[entry_id])
+    events = await repository.entry_events(session, tenant_id=principal.tenant_id, entity_ids=[str(entry_id)])
     return EntryEvidence(
         entry=_read(row, [o["id"] for o in observations]),
         breakdown=row["breakdown"],
@@ -386,7 +388,7 @@ async def confirm_or_reject(
     no session)."""
     body = body or ConfirmBody()
     ctx.principal.require(Permission.PROFILE_CONFIRM)
-    row = await repository.entry(ctx.session, ctx.principal.tenant_id, user_id, entry_id)
+    row = await repository.entry(ctx.session, tenant_id=ctx.principal.tenant_id, user_id=user_id, entry_id=entry_id)
     if row is None:
         raise EntryNotFound(f"no profile entry {entry_id} for user {user_id!r}")
     obs = ObservationCreate(

@@ -36,20 +36,20 @@ async def ensure_user(session: AsyncSession, *, tenant_id: str, user_id: str, no
 _LOCK_USER = text(f"SELECT {user_lock_sql('pg_advisory_xact_lock', ':t', ':u')}")
 
 
-async def lock_user(session: AsyncSession, tenant_id: str, user_id: str) -> None:
+async def lock_user(session: AsyncSession, *, tenant_id: str, user_id: str) -> None:
     """The user's lock, exclusively (service/db/locks.py): waits for the writes and outbox batches of the
     user in progress; later ones wait for this transaction (the worker skips the user)."""
     await session.execute(_LOCK_USER, {"t": tenant_id, "u": user_id})
 
 
-async def user_exists(session: AsyncSession, tenant_id: str, user_id: str) -> bool:
+async def user_exists(session: AsyncSession, *, tenant_id: str, user_id: str) -> bool:
     """Whether anything was ever written for this user id in this tenant (the end_user row)."""
     stmt = select(EndUser.user_id).where(EndUser.tenant_id == tenant_id, EndUser.user_id == user_id).limit(1)
     return (await session.execute(stmt)).first() is not None
 
 
 async def erase_user(
-    session: AsyncSession, tenant_id: str, user_id: str, *, keep_idempotency_key: str | None
+    session: AsyncSession, *, tenant_id: str, user_id: str, keep_idempotency_key: str | None
 ) -> dict[str, int]:
     counts: dict[str, int] = {}
     for model in USER_TABLES:
@@ -63,7 +63,7 @@ async def erase_user(
     return counts
 
 
-async def stream_rows(conn: AsyncConnection, model: Any, tenant_id: str, user_id: str) -> AsyncIterator[Any]:
+async def stream_rows(conn: AsyncConnection, *, model: Any, tenant_id: str, user_id: str) -> AsyncIterator[Any]:
     table = model.__table__
     stmt = (
         select(table)

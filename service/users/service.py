@@ -54,7 +54,7 @@ async def export_stream(db: Database, *, principal: Principal, user_id: str, now
         for name, model, to_schema in EXPORT_SECTIONS:
             yield f', "{name}": ['.encode()
             first = True
-            async for row in repository.stream_rows(conn, model, principal.tenant_id, user_id):
+            async for row in repository.stream_rows(conn, model=model, tenant_id=principal.tenant_id, user_id=user_id):
                 chunk = to_schema(row).model_dump_json().encode()
                 yield chunk if first else b"," + chunk
                 first = False
@@ -76,10 +76,12 @@ async def erase_user(ctx: RequestContext, *, user_id: str, idem: Idempotency) ->
     idempotency_key = idem.key
     principal.require(Permission.USERS_ERASE)
     # First, before any row of the user is touched: the lock writes and the outbox worker take too.
-    await repository.lock_user(session, principal.tenant_id, user_id)
-    if not await repository.user_exists(session, principal.tenant_id, user_id):
+    await repository.lock_user(session, tenant_id=principal.tenant_id, user_id=user_id)
+    if not await repository.user_exists(session, tenant_id=principal.tenant_id, user_id=user_id):
         raise UserNotFound(f"no user {user_id!r} to erase (nothing was written for this id in this tenant)")
-    counts = await repository.erase_user(session, principal.tenant_id, user_id, keep_idempotency_key=idempotency_key)
+    counts = await repository.erase_user(
+        session, tenant_id=principal.tenant_id, user_id=user_id, keep_idempotency_key=idempotency_key
+    )
     await enqueue_user_delete(session, principal.tenant_id, user_id, now)
     fingerprint = user_fingerprint(principal.tenant_id, user_id)
     await record_events(
