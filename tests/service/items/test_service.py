@@ -1,0 +1,218 @@
+"""service/items/service.py, called as an endpoint calls it (``service.x(ctx, *, ...)``): what the schema
+cannot check (settings, roles, the clock, other rows) refused with a 4xx that says what to fix; defaults
+filled by the server; tombstones; listing limits and the effective view's rules."""
+
+from __future__ import annotations
+
+import secrets
+import uuid
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from fastapi import FastAPI
+
+from schemas.items import ItemCreate
+from service.errors import BatchTooLarge, Forbidden, ItemNotFound, ServiceError, ValidationFailed
+from service.items import service
+from service.items.service import ItemQuery
+from tests.conftest import TenantKeys
+from tests.service.service_context import service_context
+
+NOW = datetime(2026, 9, 1, 12, tzinfo=UTC)
+
+
+def item(**fields: Any) -> ItemCreate:
+    return ItemCreate.model_validate({"type": "fact", "content": "the team is two people", **fields})
+
+
+def query(**changes: Any) -> ItemQuery:
+    base: dict[str, Any] = {
+        "types": [],
+        "scopes": [],
+        "statuses": [],
+        "key": None,
+        "domain": None,
+        "session_id": None,
+        "task_id": None,
+        "stage_id": None,
+        "step_id": None,
+        "view": "all",
+        "include_superseded": False,
+        "include_expired": False,
+        "include_deleted": False,
+        "order": "desc",
+        "limit": None,
+        "cursor": None,
+    }
+    return ItemQuery(**{**base, **changes})
+
+
+def user() -> str:
+    return f"u-{secrets.token_hex(4)}"
+
+
+async def refused(app: FastAPI, key: dict[str, str], error: type[ServiceError], **kw: Any) -> ServiceError:
+    settings_changes = kw.pop("settings", {})
+    with pytest.raises(error) as err:
+        async with service_context(app, key, now=NOW, **settings_changes) as ctx:
+            await service.create_items(ctx, user_id=kw.pop("user_id", user()), **kw)
+    assert 400 <= err.value.status < 500
+    return err.value
+
+
+async def test_a_written_item_gets_the_servers_defaults(app: FastAPI, tenant: TenantKeys) -> None:
+    uid = user()
+    async with service_context(app, tenant.agent, now=NOW) as ctx:
+        (written,) = await service.create_items(ctx, user_id=uid, items=[item()], batch=False)
+    assert (written.user_id, written.status, written.observed_at, written.created_at) == (uid, "available", NOW, NOW)
+    assert written.token_cost > 0 and written.token_model == "o200k_base"
+    assert written.resolution is not None  # write responses say how the write was resolved
+    async with service_context(app, tenant.operator, now=NOW) as ctx:
+        again = await service.get_item(ctx, user_id=uid, item_id=written.id)
+    assert again.id == written.id and again.resolution is None
+
+
+async def test_a_key_that_may_not_write_is_forbidden(app: FastAPI, tenant: TenantKeys) -> None:
+    err = await refused(app, tenant.operator, Forbidden, items=[item()], batch=False)
+    assert "may not items:write" in err.detail
+
+
+async def test_an_agent_may_not_write_system_authority_and_the_batch_index_is_named(
+    app: FastAPI, tenant: TenantKeys
+) -> None:
+    err = await refused(app, tenant.agent, Forbidden, items=[item(), item(source="system")], batch=True)
+    assert err.detail.startswith("items[1]: a agent key cannot write system authority")
+    assert err.extra["index"] == 1
+    async with service_context(app, tenant.admin, now=NOW) as ctx:
+        (ok,) = await service.create_items(ctx, user_id=user(), items=[item(source="system")], batch=False)
+    assert ok.authority == "system"
+
+
+async def test_a_batch_over_the_setting_is_413_and_says_to_split(app: FastAPI, tenant: TenantKeys) -> None:
+    err = await refused(
+        app, tenant.agent, BatchTooLarge, items=[item()] * 3, batch=True, settings={"max_batch_items": 2}
+    )
+    assert err.status == 413
+    assert "at most 2 items (setting CTXMEM_MAX_BATCH_ITEMS), got 3: split it" in err.detail
+
+
+async def test_content_over_the_setting_names_its_length(app: FastAPI, tenant: TenantKeys) -> None:
+    err = await refused(
+        app,
+        tenant.agent,
+        ValidationFailed,
+        items=[item(content="x" * 101)],
+        batch=False,
+        settings={"max_content_chars": 100},
+    )
+    assert "content has 101 characters; at most 100 are accepted (setting CTXMEM_MAX_CONTENT_CHARS)" in err.detail
+    err = await refused(
+        app,
+        tenant.agent,
+        ValidationFailed,
+        items=[item(content="short", variants={"summary": "y" * 101})],
+        batch=False,
+        settings={"max_content_chars": 100},
+    )
+    assert err.detail.startswith("variants.summary has 101 characters")
+
+
+async def test_an_embedding_of_the_wrong_dimension_is_refused(app: FastAPI, tenant: TenantKeys) -> None:
+    dim = app.state.settings.embedding_dim
+    err = await refused(app, tenant.agent, ValidationFailed, items=[item(embedding=[0.1] * (dim + 1))], batch=False)
+    assert err.detail == f"embedding has {dim + 1} dimensions; this service embeds in {dim}"
+
+
+async def test_observed_at_in_the_future_is_refused_by_the_requests_clock(app: FastAPI, tenant: TenantKeys) -> None:
+    future = (NOW + timedelta(days=1)).isoformat()
+    err = await refused(app, tenant.agent, ValidationFailed, items=[item(), item(observed_at=future)], batch=True)
+    assert err.detail == "items[1]: observed_at is in the future" and err.extra["index"] == 1
+
+
+async def test_related_ids_must_name_items_of_this_user(app: FastAPI, tenant: TenantKeys) -> None:
+    uid = user()
+    async with service_context(app, tenant.agent, now=NOW) as ctx:
+        (mine,) = await service.create_items(ctx, user_id=uid, items=[item()], batch=False)
+    ghost = uuid.uuid4()
+    err = await refused(
+        app,
+        tenant.agent,
+        ValidationFailed,
+        user_id=uid,
+        items=[item(related_ids=[str(mine.id), str(ghost)])],
+        batch=False,
+    )
+    assert err.detail == f"related_ids not found for this user: {ghost}"
+    err = await refused(app, tenant.agent, ValidationFailed, items=[item(related_ids=[str(mine.id)])], batch=False)
+    assert "related_ids not found for this user" in err.detail  # another user's item is not found either
+
+
+async def test_get_and_delete_of_an_unknown_item_are_404(app: FastAPI, tenant: TenantKeys) -> None:
+    missing = uuid.uuid4()
+    async with service_context(app, tenant.agent, now=NOW) as ctx:
+        with pytest.raises(ItemNotFound, match=str(missing)):
+            await service.get_item(ctx, user_id="nobody", item_id=missing)
+        with pytest.raises(ItemNotFound):
+            await service.delete_item(ctx, user_id="nobody", item_id=missing)
+
+
+async def test_delete_is_a_tombstone_and_deleting_again_changes_nothing(app: FastAPI, tenant: TenantKeys) -> None:
+    uid = user()
+    async with service_context(app, tenant.agent, now=NOW) as ctx:
+        (written,) = await service.create_items(ctx, user_id=uid, items=[item()], batch=False)
+    later = NOW + timedelta(hours=1)
+    async with service_context(app, tenant.agent, now=later) as ctx:
+        gone = await service.delete_item(ctx, user_id=uid, item_id=written.id)
+    assert (gone.status, gone.deleted_at) == ("deleted", later)
+    async with service_context(app, tenant.agent, now=later + timedelta(hours=1)) as ctx:
+        again = await service.delete_item(ctx, user_id=uid, item_id=written.id)
+        listed = await service.list_items(ctx, user_id=uid, query=query())
+        with_deleted = await service.list_items(ctx, user_id=uid, query=query(include_deleted=True))
+    assert (again.status, again.deleted_at) == ("deleted", later)
+    assert listed.items == []
+    assert [i.id for i in with_deleted.items] == [written.id]
+
+
+async def test_listing_pages_and_refuses_a_limit_over_the_setting(app: FastAPI, tenant: TenantKeys) -> None:
+    uid = user()
+    async with service_context(app, tenant.agent, now=NOW) as ctx:
+        written = await service.create_items(
+            ctx, user_id=uid, items=[item(content=f"fact {i}") for i in range(3)], batch=True
+        )
+    async with service_context(app, tenant.operator, now=NOW) as ctx:
+        first = await service.list_items(ctx, user_id=uid, query=query(order="asc", limit=2))
+        assert first.next_cursor is not None
+        rest = await service.list_items(ctx, user_id=uid, query=query(order="asc", limit=2, cursor=first.next_cursor))
+        with pytest.raises(ValidationFailed, match="limit must be at most 500"):
+            await service.list_items(ctx, user_id=uid, query=query(limit=501))
+        with pytest.raises(ValidationFailed, match="send the same order"):
+            await service.list_items(ctx, user_id=uid, query=query(order="desc", cursor=first.next_cursor))
+    assert [i.id for i in first.items + rest.items] == [w.id for w in written]
+    assert rest.next_cursor is None
+
+
+async def test_the_effective_view_shows_active_items_only(app: FastAPI, tenant: TenantKeys) -> None:
+    async with service_context(app, tenant.operator, now=NOW) as ctx:
+        for changes in ({"statuses": ["deleted"]}, {"include_deleted": True}, {"include_expired": True}):
+            with pytest.raises(ValidationFailed, match="view=effective shows active items only"):
+                await service.list_items(ctx, user_id=user(), query=query(view="effective", **changes))
+
+
+async def test_the_effective_view_lets_the_narrowest_scope_win_per_key(app: FastAPI, tenant: TenantKeys) -> None:
+    uid = user()
+    async with service_context(app, tenant.agent, now=NOW) as ctx:
+        general, session_one = await service.create_items(
+            ctx,
+            user_id=uid,
+            items=[
+                item(type="preference", key="tone", content="formal"),
+                item(type="preference", key="tone", content="casual here", scope="session", session_id="s1"),
+            ],
+            batch=True,
+        )
+    async with service_context(app, tenant.operator, now=NOW) as ctx:
+        inside = await service.list_items(ctx, user_id=uid, query=query(view="effective", session_id="s1"))
+        outside = await service.list_items(ctx, user_id=uid, query=query(view="effective", session_id="s2"))
+    assert [(i.id, i.overrides) for i in inside.items] == [(session_one.id, [general.id])]
+    assert [(i.id, i.overrides) for i in outside.items] == [(general.id, [])]
