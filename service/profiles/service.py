@@ -319,7 +319,9 @@ def _read(e: Mapping[str, Any], evidence_ids: Sequence[uuid.UUID] | None = None)
     return ProfileEntryRead.model_validate({**e, "evidence_ids": ids})
 
 
-def _pure(e: Mapping[str, Any]) -> ProfileEntry:
+def pure_entry(e: Mapping[str, Any]) -> ProfileEntry:
+    """A profile entry row as ``scoring.profile``'s value: what the effective profile of reads and windows is
+    computed from."""
     return from_row(ProfileEntry, e, id=str(e["id"]), confirmed=e["confirmed_at"] is not None)
 
 
@@ -327,7 +329,7 @@ def effective_for(
     rows: Sequence[Mapping[str, Any]], *, session_id: str | None, domains: Sequence[str] | None
 ) -> EffectiveProfileRead:
     by_id = {str(r["id"]): r for r in rows}
-    eff = effective_profile([_pure(r) for r in rows], session_id=session_id, domains=domains)
+    eff = effective_profile([pure_entry(r) for r in rows], session_id=session_id, domains=domains)
 
     def entry(e: Any) -> EffectiveEntryRead:
         return EffectiveEntryRead(

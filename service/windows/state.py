@@ -25,7 +25,7 @@ from scoring.relevance import whole_days
 from scoring.scopes import SCOPE_ORDER, ScopeContext, Scoped, effective
 from scoring.window import Element, Prepared, pinned_element, prepare, profile_element
 from scoring.window_policy import STANDING_STATUSES, STANDING_TYPES, ValueModel, place_item, profile_lines
-from service.profiles.service import _pure as pure_entry
+from service.profiles.service import pure_entry
 
 
 def item_levels(row: Any, user_id: str, count: Callable[[str], int]) -> tuple[tuple[str, ...], tuple[int, ...]]:
