@@ -1,7 +1,8 @@
-"""A pure ASGI middleware that refuses request bodies over the configured size with 413.
+"""The request limits every domain shares: the body size (a pure ASGI middleware that refuses bodies over
+``CTXMEM_MAX_BODY_BYTES`` with 413) and the batch size (``check_batch``, ``CTXMEM_MAX_BATCH_ITEMS``).
 
-It checks Content-Length up front and also counts streamed (chunked) bodies, so a client cannot get
-around the limit by omitting the header.
+The middleware checks Content-Length up front and also counts streamed (chunked) bodies, so a client
+cannot get around the limit by omitting the header.
 """
 
 from __future__ import annotations
@@ -12,7 +13,15 @@ from typing import Any
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from service.errors import PROBLEM_JSON, problem_type
+from service.errors import PROBLEM_JSON, BatchTooLarge, problem_type
+
+
+def check_batch(size: int, *, limit: int, of: str) -> None:
+    """A batch of ``size`` ``of`` (items, observations) within ``limit``, else ``413 batch-too-large``."""
+    if size > limit:
+        raise BatchTooLarge(
+            f"a batch holds at most {limit:,} {of} (setting CTXMEM_MAX_BATCH_ITEMS), got {size:,}: split it"
+        )
 
 
 def too_large(max_bytes: int) -> str:

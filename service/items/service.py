@@ -21,7 +21,6 @@ from service.auth.service import Permission
 from service.context import RequestContext
 from service.errors import (
     BatchItemInvalid,
-    BatchTooLarge,
     Forbidden,
     ItemNotFound,
     ValidationFailed,
@@ -30,6 +29,7 @@ from service.events import event, record_events
 from service.ids import uuid7
 from service.items import repository
 from service.items.resolution import Plan, resolve_rows
+from service.limits import check_batch
 from service.pagination import decode_cursor, encode_cursor
 from service.tokenizer import Tokenizer
 from service.users import service as users
@@ -78,11 +78,7 @@ def _check_items(ctx: RequestContext, *, items: Sequence[ItemCreate], batch: boo
     system authority, the embedding's dimension, the length of the content and its variants, and an
     ``observed_at`` not in the future (beyond the clock skew ``scoring.items.from_the_future`` allows)."""
     principal, settings = ctx.principal, ctx.settings
-    if len(items) > settings.max_batch_items:
-        raise BatchTooLarge(
-            f"a batch holds at most {settings.max_batch_items:,} items (setting CTXMEM_MAX_BATCH_ITEMS), got "
-            f"{len(items):,}: split it"
-        )
+    check_batch(len(items), limit=settings.max_batch_items, of="items")
     for i, item in enumerate(items):
         at = i if batch else None
         authority = item.authority or authority_for_source(item.source)

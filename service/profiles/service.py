@@ -37,9 +37,10 @@ from scoring.profile import (
 from service.auth.service import Permission
 from service.context import RequestContext
 from service.db.rows import from_row
-from service.errors import BatchItemInvalid, BatchTooLarge, EntryNotFound, ValidationFailed
+from service.errors import BatchItemInvalid, EntryNotFound, ValidationFailed
 from service.events import event, record_events
 from service.ids import uuid7
+from service.limits import check_batch
 from service.profiles import repository
 from service.settings import Settings
 from service.users import service as users
@@ -111,11 +112,7 @@ def _check_observations(ctx: RequestContext, *, observations: Sequence[Observati
     """What the schema cannot check: the batch size (CTXMEM_MAX_BATCH_ITEMS) and an ``observed_at`` not in
     the future (``scoring.items.from_the_future``); in a batch the first bad observation is named."""
     settings = ctx.settings
-    if len(observations) > settings.max_batch_items:
-        raise BatchTooLarge(
-            f"a batch holds at most {settings.max_batch_items:,} observations (setting CTXMEM_MAX_BATCH_ITEMS), "
-            f"got {len(observations):,}: split it"
-        )
+    check_batch(len(observations), limit=settings.max_batch_items, of="observations")
     for i, obs in enumerate(observations):
         if from_the_future(obs.observed_at, now=ctx.now):
             if batch:

@@ -6,10 +6,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from starlette.types import Message, Receive, Scope, Send
 
-from service.errors import PROBLEM_JSON, problem_type
-from service.limits import BodySizeLimit
+from service.errors import PROBLEM_JSON, BatchTooLarge, problem_type
+from service.limits import BodySizeLimit, check_batch
 
 LIMIT = 10
 
@@ -109,3 +110,12 @@ async def test_other_scopes_pass_through() -> None:
 
     await BodySizeLimit(app, 0)({"type": "lifespan"}, nothing, ignore)
     assert seen == ["lifespan"]
+
+
+def test_a_batch_within_the_limit_passes_and_one_over_it_says_how_to_fix_it() -> None:
+    check_batch(3, limit=3, of="items")
+    with pytest.raises(BatchTooLarge) as caught:
+        check_batch(4, limit=3, of="observations")
+    assert caught.value.status == 413 and caught.value.slug == "batch-too-large"
+    expected = "a batch holds at most 3 observations (setting CTXMEM_MAX_BATCH_ITEMS), got 4: split it"
+    assert caught.value.detail == expected
