@@ -1,0 +1,88 @@
+"""service/windows/cache.py: the bounded LRU of derived window state, as properties over any sequence of
+puts and gets. (Single cases, and the cache against the database: test_window_cache.py.)"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from service.windows.cache import WindowCache
+
+NOW = datetime(2026, 9, 1, tzinfo=UTC)
+V = (1, 1, 1, 1)
+
+
+@dataclass
+class Entry:
+    version: tuple[int, int, int, int]
+    rows: int
+    valid_from: datetime | None = None
+    valid_until: datetime | None = None
+
+    def valid_at(self, now: datetime) -> bool:
+        return (self.valid_from is None or self.valid_from <= now) and (
+            self.valid_until is None or now < self.valid_until
+        )
+
+
+KEYS = st.sampled_from("abcdef")
+OPS = st.lists(
+    st.one_of(
+        st.tuples(st.just("put"), KEYS, st.integers(0, 40)),
+        st.tuples(st.just("get"), KEYS, st.integers(0, 1)),
+    ),
+    max_size=60,
+)
+
+
+@given(OPS, st.integers(0, 4), st.integers(1, 60))
+def test_bounds_and_row_count_hold_after_any_sequence(
+    ops: list[tuple[str, str, int]], max_entries: int, max_rows: int
+) -> None:
+    cache = WindowCache()
+    latest: dict[str, Entry] = {}
+    gets = 0
+    for op, key, n in ops:
+        if op == "put":
+            entry = Entry(V, n)
+            cache.put(key, entry, max_entries=max_entries, max_rows=max_rows)
+            latest[key] = entry
+        else:
+            gets += 1
+            got = cache.get(key, V if n else (0, 0, 0, 0), NOW)
+            if got is not None:
+                assert got is latest[key]  # never an entry a later put replaced
+        assert len(cache) <= max_entries
+        assert cache.rows <= max_rows
+        assert cache.rows == sum(e.rows for e in cache._entries.values())
+    assert cache.hits + cache.misses == gets
+
+
+def test_an_entry_too_large_to_keep_still_removes_the_one_it_replaces() -> None:
+    cache = WindowCache()
+    cache.put("k", Entry(V, 5), max_entries=4, max_rows=10)
+    cache.put("k", Entry(V, 11), max_entries=4, max_rows=10)
+    assert cache.get("k", V, NOW) is None and cache.rows == 0 and len(cache) == 0
+
+
+def test_an_entry_is_used_only_inside_its_span() -> None:
+    cache = WindowCache()
+    start, end = NOW - timedelta(hours=1), NOW + timedelta(hours=1)
+    cache.put("k", Entry(V, 1, valid_from=start, valid_until=end), max_entries=4, max_rows=10)
+    assert cache.get("k", V, start - timedelta(seconds=1)) is None
+    assert cache.get("k", V, start) is not None
+    assert cache.get("k", V, end) is None
+    assert (cache.hits, cache.misses, cache.stores) == (1, 2, 1)
+
+
+def test_clear_empties_and_keeps_the_counters() -> None:
+    cache = WindowCache()
+    cache.put("k", Entry(V, 3), max_entries=4, max_rows=10)
+    cache.get("k", V, NOW)
+    cache.clear()
+    assert (len(cache), cache.rows) == (0, 0)
+    assert (cache.hits, cache.stores) == (1, 1)
+    assert cache.get("k", V, NOW) is None
