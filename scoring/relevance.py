@@ -86,3 +86,18 @@ def in_context(
     for key, g in gain.items():
         out[key] = out.get(key, 0.0) + g
     return normalised(out)
+
+
+def explain_match(*, matched: Sequence[str], lexical: float | None, vector: float | None) -> str:
+    """Why an item is relevant to a query, in words: the query words it holds (with its BM25 score), how
+    close its meaning is (the embeddings' cosine), or — neither — that it neighbours a matching turn of its
+    conversation (``in_context``)."""
+    parts = []
+    if lexical is not None:
+        words = ", ".join(matched) if matched else "the query's terms"
+        parts.append(f"words: {words} (BM25 {lexical:.2f})")
+    if vector is not None:
+        parts.append(f"meaning: cosine {vector:.2f}")
+    if not parts:
+        return "context: next to a matching turn of its conversation"
+    return "; ".join(parts)

@@ -26,6 +26,7 @@ from service.limits import BodySizeLimit
 from service.methods import OptionsResponder
 from service.profiles.endpoints import router as profiles_router
 from service.rate_limit import RateLimit
+from service.search.endpoints import router as search_router
 from service.settings import Settings, get_settings
 from service.timeline.endpoints import router as timeline_router
 from service.tokenizer import build_tokenizer
@@ -115,6 +116,7 @@ def create_app(
     app.include_router(timeline_router)
     app.include_router(users_router)
     app.include_router(windows_router)
+    app.include_router(search_router)
     app.include_router(jobs_router)
     registry = CollectorRegistry(auto_describe=True)
     outbox_gauges = OutboxGauges(registry)

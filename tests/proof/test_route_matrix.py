@@ -89,6 +89,7 @@ MATRIX: dict[tuple[str, str], Row] = {
     ("POST", "/v1/users/{user_id}/profile/{entry_id}/reject"): _row(ALL, 200, 404, lambda s: {}),
     ("GET", "/v1/users/{user_id}/events"): _row("operator admin", 200, 200),
     ("POST", "/v1/users/{user_id}/window"): _row(ALL, 200, 200, lambda s: {"input": "hello", "max_tokens": 2000}),
+    ("POST", "/v1/users/{user_id}/search"): _row(ALL, 200, 200, lambda s: {"query": "matrix fact"}),
     ("GET", "/v1/users/{user_id}/export"): _row("operator admin", 200, 200),
     ("DELETE", "/v1/users/{user_id}"): _row("admin", 200, 404),
     # Jobs are the caller's tenant's: another tenant's admin runs its own (there is no user in the path).

@@ -73,3 +73,14 @@ def test_in_context_never_reorders_what_gained_nothing(
             if a not in gained and b not in gained and scores[a] > scores[b]:
                 assert out.get(a, 0) >= out.get(b, 0)
     assert all(0 <= v <= 1 + 1e-9 for v in out.values())
+
+
+def test_explain_match_names_the_words_the_meaning_or_the_context() -> None:
+    from scoring.relevance import explain_match
+
+    both = explain_match(matched=["replica", "lag"], lexical=7.125, vector=0.614)
+    assert both == "words: replica, lag (BM25 7.12); meaning: cosine 0.61"
+    assert explain_match(matched=[], lexical=None, vector=0.5) == "meaning: cosine 0.50"
+    assert explain_match(matched=[], lexical=2.0, vector=None) == "words: the query's terms (BM25 2.00)"
+    neighbour = explain_match(matched=[], lexical=None, vector=None)
+    assert neighbour == "context: next to a matching turn of its conversation"

@@ -1,0 +1,80 @@
+"""Search: the user's items ranked by the relevance the window uses (windows/recall.py: BM25 in PostgreSQL
+fused with the vector index, plus the conversation context of each matching turn), filtered as the
+request says, each with the parts of its score and why it matched."""
+
+from __future__ import annotations
+
+from typing import get_args
+
+from schemas.items import ItemRead
+from schemas.search import InForceStatus, SearchHit, SearchRequest, SearchResponse, SearchTokens
+from scoring.relevance import explain_match
+from service.auth.service import Permission
+from service.context import RequestContext
+from service.db.engine import driver_connection
+from service.search import repository
+from service.windows import recall
+from service.windows.repository import Selection, applicable_count
+
+IN_FORCE = get_args(InForceStatus)
+
+
+async def search(ctx: RequestContext, *, user_id: str, req: SearchRequest) -> SearchResponse:
+    """The best ``req.limit`` of the user's items in force for ``req.query`` that pass the filters (within
+    ``req.budget`` tokens, each item whole, if given). Only the best ``CTXMEM_RECALL_CANDIDATES`` of each
+    ranking are filtered: a narrow filter over a common query can find fewer than exist."""
+    ctx.principal.require(Permission.ITEMS_READ)
+    tenant_id = ctx.principal.tenant_id
+    driver = await driver_connection(ctx.session)
+    documents = await applicable_count(driver, Selection(tenant_id=tenant_id, user_id=user_id).args())
+    found = await recall.relevance(
+        ctx.session,
+        ctx.vectors,
+        ctx.settings,
+        tenant_id=tenant_id,
+        user_id=user_id,
+        query=req.query,
+        now=ctx.now,
+        documents=documents,
+    )
+    ranked = sorted(found.scores, key=lambda i: (-found.scores[i], i))
+    filters = repository.Filters(
+        statuses=req.statuses or IN_FORCE,
+        types=req.types,
+        domains=req.domains,
+        session_id=req.session_id,
+        task_id=req.task_id,
+        observed_after=req.observed_after,
+        observed_before=req.observed_before,
+    )
+    rows = await repository.filtered_items(
+        ctx.session, tenant_id=tenant_id, user_id=user_id, ids=ranked, filters=filters, now=ctx.now
+    )
+    chosen, used = [], 0
+    for i in ranked:
+        row = rows.get(i)
+        if row is None or (req.budget is not None and used + row.token_cost > req.budget):
+            continue
+        chosen.append(row)
+        used += row.token_cost
+        if len(chosen) == req.limit:
+            break
+    matched = await repository.matched_words(
+        ctx.session, tenant_id=tenant_id, ids=[str(r.id) for r in chosen], query=req.query
+    )
+    lexical, vector = dict(found.lexical or []), dict(found.vector or [])
+    hits = []
+    for row in chosen:
+        i = str(row.id)
+        words = matched.get(i, [])
+        hits.append(
+            SearchHit(
+                item=ItemRead.model_validate(row),
+                score=round(found.scores[i], 4),
+                lexical=round(lexical[i], 4) if i in lexical else None,
+                vector=round(vector[i], 4) if i in vector else None,
+                matched=words,
+                why=explain_match(matched=words, lexical=lexical.get(i), vector=vector.get(i)),
+            )
+        )
+    return SearchResponse(items=hits, tokens=SearchTokens(budget=req.budget, used=used), warnings=found.warnings)
