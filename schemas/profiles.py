@@ -9,7 +9,17 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, ConfigDict, Field, StringConstraints
 from pydantic.config import JsonDict
 
-from schemas.common import DateTime, Domain, Identifier, ReadModel, SafeText, SlotKey, StrictModel, to_nfc
+from schemas.common import (
+    DateTime,
+    Domain,
+    Identifier,
+    ReadModel,
+    SafeText,
+    SlotKey,
+    StrictModel,
+    check_nonblank,
+    to_nfc,
+)
 from schemas.users import EventRead
 
 Dimension = Literal["goal", "ability", "preference", "decision_style", "relationship"]
@@ -17,9 +27,13 @@ Polarity = Literal["like", "dislike", "neutral"]
 Tier = Literal["current", "candidate", "long_term"]
 EntryStatus = Literal["active", "weakened", "expired", "rejected"]
 ObservationSource = Literal["system", "user", "tool", "summary", "model"]
-# Stored in NFC: an entry is keyed by its value, and "Café" in NFC and in NFD must be one entry.
+# Stored in NFC: an entry is keyed by its value, and "Café" in NFC and in NFD must be one entry. Blank is
+# refused after stripping (the length bounds are checked before it).
 Value = Annotated[
-    SafeText, StringConstraints(min_length=1, max_length=200, strip_whitespace=True), AfterValidator(to_nfc)
+    SafeText,
+    StringConstraints(min_length=1, max_length=200, strip_whitespace=True),
+    AfterValidator(check_nonblank),
+    AfterValidator(to_nfc),
 ]
 
 

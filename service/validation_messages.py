@@ -87,7 +87,10 @@ def explain(err: dict[str, Any], *, body_model: type[BaseModel] | None, content_
         got = f" has {len(value):,} characters;" if isinstance(value, str) else ""
         return f"{where}{got} at most {ctx['max_length']:,} characters are accepted"
     if kind == "too_long" and "max_length" in ctx:
+        # A string under an Annotated validator (SafeText) is length-checked as a sequence: "too_long".
         value = err.get("input")
+        if isinstance(value, str):
+            return f"{where} has {len(value):,} characters; at most {ctx['max_length']:,} characters are accepted"
         got = f" has {len(value):,} elements;" if isinstance(value, list | dict) else ""
         return f"{where}{got} at most {ctx['max_length']:,} are accepted"
     if kind in ("literal_error", "enum") and "expected" in ctx:

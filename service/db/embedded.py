@@ -48,8 +48,9 @@ async def ensure_database(admin_uri: str, name: str) -> None:
     try:
         exists = await conn.fetchval("SELECT 1 FROM pg_database WHERE datname = $1", name)
         if not exists:
-            # another process may create it between our check and our CREATE
-            with contextlib.suppress(asyncpg.DuplicateDatabaseError):
+            # Another process may create it between our check and our CREATE: PostgreSQL then says
+            # duplicate_database, or — when both inserts into pg_database race — a unique violation.
+            with contextlib.suppress(asyncpg.DuplicateDatabaseError, asyncpg.UniqueViolationError):
                 await conn.execute(f'CREATE DATABASE "{name}"')
     finally:
         await conn.close()

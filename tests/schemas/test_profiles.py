@@ -60,10 +60,6 @@ def test_observation_refuses(changes: dict[str, Any]) -> None:
         obs(**changes)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: min_length=1 is checked before strip_whitespace, so a blank value becomes an entry valued ''",
-)
 def test_a_blank_value_is_refused() -> None:
     with pytest.raises(ValidationError):
         obs(value="   ")

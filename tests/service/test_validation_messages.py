@@ -86,11 +86,6 @@ def test_too_long_text_gives_its_length_and_the_limit() -> None:
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: a SafeText with StringConstraints fails as 'too_long' (checked after the validator), and "
-    "explain() then says 'input at most 32,000 are accepted': no length, no 'characters'",
-)
 def test_too_long_safe_text_with_constraints_gives_its_length() -> None:
     err = first_error(WindowRequest, {"input": "x" * 40_000, "max_tokens": 5})
     assert explain(err, body_model=None, content_type=None) == (

@@ -39,12 +39,6 @@ async def test_ensure_database_creates_once_and_then_leaves_it(server_url: str, 
     assert await databases_named(server_url, probe_name) == 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=asyncpg.UniqueViolationError,
-    reason="bug: two processes creating the database at once fail with UniqueViolationError "
-    "(pg_database_datname_index), which ensure_database does not suppress (it expects DuplicateDatabaseError)",
-)
 async def test_ensure_database_is_safe_when_raced(server_url: str, probe_name: str) -> None:
     await asyncio.gather(*(ensure_database(server_url, probe_name) for _ in range(8)))
     assert await databases_named(server_url, probe_name) == 1
