@@ -241,6 +241,14 @@ class Resolution(ReadModel):
     detail: str
 
 
+class LevelText(ReadModel):
+    level: int = Field(
+        description="0 original, 1 condensed, 2 summary, 3 key fields, 4 index line", examples=[1], ge=0, le=4
+    )
+    text: str = Field(description="The item's text at this level, as a window shows it")
+    tokens: int = Field(description="Its tokens")
+
+
 class ItemRead(ReadModel):
     id: uuid.UUID
     user_id: str
@@ -276,6 +284,9 @@ class ItemRead(ReadModel):
     corrects: uuid.UUID | None
     resolution: Resolution | None = Field(None, description="Only on write responses")
     overrides: list[uuid.UUID] | None = Field(None, description="Only in view=effective listings")
+    at_level: LevelText | None = Field(
+        None, description="Only from GET …/items/{item_id}?level=N: the item's text at that compression level"
+    )
 
 
 class ItemPage(ReadModel):

@@ -127,8 +127,22 @@ async def list_items(
 
 
 @router.get("/{item_id:item_id}", response_model=ItemRead, summary="Read one item, whatever its status")
-async def get_item(user_id: UserIdPath, item_id: ItemIdPath, ctx: ContextDep) -> ItemRead:
-    return await service.get_item(ctx, user_id=user_id, item_id=item_id)
+async def get_item(
+    user_id: UserIdPath,
+    item_id: ItemIdPath,
+    ctx: ContextDep,
+    level: Annotated[
+        int | None,
+        Query(
+            ge=0,
+            le=4,
+            description="Also return the item's text at this compression level (at_level): 0 original, "
+            "1 condensed, 2 summary, 3 key fields, 4 index line",
+            examples=[0],
+        ),
+    ] = None,
+) -> ItemRead:
+    return await service.get_item(ctx, user_id=user_id, item_id=item_id, level=level)
 
 
 @router.delete("/{item_id:item_id}", response_model=ItemRead, summary="Tombstone an item (kept for audit until purged)")

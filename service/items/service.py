@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from schemas.items import ItemCreate, ItemPage, ItemRead
+from schemas.items import ItemCreate, ItemPage, ItemRead, LevelText
 from scoring.compress import assemble_levels, derive_row_levels
 from scoring.items import (
     SCOPE_ID_FIELD,
@@ -217,13 +217,31 @@ def attach_levels(tokenizer: Tokenizer, *, user_id: str, rows: Sequence[dict[str
         row["level_texts"], row["level_tokens"] = all_texts[1:], all_tokens[1:]
 
 
-async def get_item(ctx: RequestContext, *, user_id: str, item_id: uuid.UUID) -> ItemRead:
+async def get_item(ctx: RequestContext, *, user_id: str, item_id: uuid.UUID, level: int | None = None) -> ItemRead:
+    """One item, whatever its status; with ``level``, also its text at that compression level (what a model
+    that sees the item's index line in a window asks for to expand it)."""
     principal = ctx.principal
     principal.require(Permission.ITEMS_READ)
     item = await repository.get_item(ctx.session, tenant_id=principal.tenant_id, user_id=user_id, item_id=item_id)
     if item is None:
         raise ItemNotFound(f"no item {item_id} for user {user_id!r}")
-    return ItemRead.model_validate(item)
+    read = ItemRead.model_validate(item)
+    if level is None:
+        return read
+    texts, tokens = item_levels(item.model_dump(), user_id=user_id, count=ctx.tokenizer.count)
+    return read.model_copy(update={"at_level": LevelText(level=level, text=texts[level], tokens=tokens[level])})
+
+
+def item_levels(
+    row: Mapping[str, Any], *, user_id: str, count: Callable[[str], int]
+) -> tuple[tuple[str, ...], tuple[int, ...]]:
+    """L0..L4 texts and tokens of a stored item: as stored at write time, or derived for a row from before
+    levels were stored."""
+    if row["level_texts"] is not None and row["level_tokens"] is not None:
+        return (row["content"], *row["level_texts"]), (row["token_cost"], *row["level_tokens"])
+    derived = derive_row_levels(row, user_id)
+    texts, tokens = assemble_levels(row["content"], row["token_cost"], derived, [count(t) for t in derived])
+    return tuple(texts), tuple(tokens)
 
 
 @dataclass(frozen=True)

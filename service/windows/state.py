@@ -17,7 +17,6 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
-from scoring.compress import assemble_levels, derive_row_levels
 from scoring.conflicts import normalize_value
 from scoring.items import AUTHORITY_RANK
 from scoring.profile import effective_profile
@@ -25,16 +24,8 @@ from scoring.relevance import whole_days
 from scoring.scopes import SCOPE_ORDER, ScopeContext, Scoped, effective
 from scoring.window import Element, Prepared, pinned_element, prepare, profile_element
 from scoring.window_policy import STANDING_STATUSES, STANDING_TYPES, ValueModel, place_item, profile_lines
+from service.items.service import item_levels
 from service.profiles.service import pure_entry
-
-
-def item_levels(row: Any, user_id: str, count: Callable[[str], int]) -> tuple[tuple[str, ...], tuple[int, ...]]:
-    """L0..L4 texts and tokens of an item row: stored at write time, derived for rows from before that."""
-    if row["level_texts"] is not None and row["level_tokens"] is not None:
-        return (row["content"], *row["level_texts"]), (row["token_cost"], *row["level_tokens"])
-    derived = derive_row_levels(row, user_id)
-    texts, tokens = assemble_levels(row["content"], row["token_cost"], derived, [count(t) for t in derived])
-    return tuple(texts), tuple(tokens)
 
 
 def standing(row: Any) -> bool:
@@ -64,7 +55,7 @@ def item_element(
         )
     if pinned:
         return pinned_element(rid, section, row["content"], reason, count, order=order)
-    texts, tokens = item_levels(row, user_id, count)
+    texts, tokens = item_levels(row, user_id=user_id, count=count)
     value = model.item_value(
         section,
         authority_rank=AUTHORITY_RANK[row["authority"]],

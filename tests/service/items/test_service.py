@@ -9,6 +9,7 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import httpx
 import pytest
 from fastapi import FastAPI
 
@@ -216,3 +217,51 @@ async def test_the_effective_view_lets_the_narrowest_scope_win_per_key(app: Fast
         outside = await service.list_items(ctx, user_id=uid, query=query(view="effective", session_id="s2"))
     assert [(i.id, i.overrides) for i in inside.items] == [(session_one.id, [general.id])]
     assert [(i.id, i.overrides) for i in outside.items] == [(general.id, [])]
+
+
+def _stored_row(content: str, **fields: Any) -> dict[str, Any]:
+    base = {"id": uuid.uuid4(), "type": "fact", "content": content, "key": None, "value": None, "variants": None,
+            "token_cost": len(content.split()), "level_texts": None, "level_tokens": None}  # fmt: skip
+    return {**base, **fields}
+
+
+def test_item_levels_are_what_was_stored_at_write_time() -> None:
+    row = _stored_row("the whole text", level_texts=["c1", "c2", "c3", "c4"], level_tokens=[1, 1, 1, 1])
+    texts, tokens = service.item_levels(row, user_id="u", count=lambda t: len(t.split()))
+    assert texts == ("the whole text", "c1", "c2", "c3", "c4")
+    assert tokens == (3, 1, 1, 1, 1)
+
+
+def test_item_levels_of_a_row_from_before_levels_were_stored_are_derived_and_never_grow() -> None:
+    content = "We chose Redis for the session cache. It was cheaper to run. Thanks for the help with it!"
+    texts, tokens = service.item_levels(_stored_row(content), user_id="u", count=lambda t: len(t.split()))
+    assert texts[0] == content and len(texts) == len(tokens) == 5
+    assert list(tokens) == sorted(tokens, reverse=True)  # each level at most as long as the one before
+    assert "Redis" in texts[1]
+
+
+async def test_get_item_at_a_level_returns_that_levels_text(client: httpx.AsyncClient, tenant: TenantKeys) -> None:
+    content = (
+        "We compared Redis and Memcached for the session cache over two weeks of production traffic. "
+        "Redis had a p99 latency of 4 ms and Memcached 3 ms, but Redis keeps sessions across restarts. "
+        "The team chose Redis because losing every session on a deploy is not acceptable. "
+        "Thanks again to everyone who helped run the benchmark, it was a lot of work!"
+    )
+    r = await client.post("/v1/users/lv/items", json={"type": "fact", "content": content}, headers=tenant.agent)
+    assert r.status_code == 201, r.text
+    iid = r.json()["id"]
+    plain = (await client.get(f"/v1/users/lv/items/{iid}", headers=tenant.agent)).json()
+    assert plain["at_level"] is None
+    seen = []
+    for level in range(5):
+        r = await client.get(f"/v1/users/lv/items/{iid}", params={"level": level}, headers=tenant.agent)
+        assert r.status_code == 200, r.text
+        at = r.json()["at_level"]
+        assert at["level"] == level and at["text"] and at["tokens"] > 0
+        seen.append(at)
+    assert seen[0]["text"] == content and seen[0]["tokens"] == plain["token_cost"]
+    assert [a["tokens"] for a in seen] == sorted((a["tokens"] for a in seen), reverse=True)
+    assert seen[4]["tokens"] < seen[0]["tokens"]
+    for bad in ("5", "-1", "x"):
+        r = await client.get(f"/v1/users/lv/items/{iid}", params={"level": bad}, headers=tenant.agent)
+        assert r.status_code == 422 and "level" in r.text, r.text

@@ -13,7 +13,7 @@ import pytest
 from scoring.scopes import ScopeContext
 from service.settings import Settings
 from service.windows.service import value_model
-from service.windows.state import UserState, item_levels, retrieved_elements, standing
+from service.windows.state import UserState, retrieved_elements, standing
 
 NOW = datetime(2026, 9, 1, 12, tzinfo=UTC)
 VERSION = (1, 2, 3, 4)
@@ -77,12 +77,6 @@ def state(rows: list[dict[str, Any]], settings: Settings, *, now: datetime = NOW
 )
 def test_standing_rows_are_the_pinned_types_and_statuses(fields: dict[str, str], expected: bool) -> None:
     assert standing(row(**fields)) is expected
-
-
-def test_item_levels_use_what_was_stored_at_write_time() -> None:
-    texts, tokens = item_levels(row("the whole text"), "u", count)
-    assert texts == ("the whole text", "c1", "c2", "c3", "c4")
-    assert tokens == (3, 1, 1, 1, 1)
 
 
 def test_expired_tool_results_are_named_and_other_expired_items_dropped(settings: Settings) -> None:
