@@ -22,9 +22,10 @@ class HistoryError(ValueError):
         self.index = index
 
 
-def validate(messages: Sequence[Mapping[str, Any]]) -> None:
+def validate(messages: Sequence[Mapping[str, Any]], *, complete: bool = True) -> None:
     """Orphan tool results, missing results, duplicate call ids and a tool message right after a user
-    message are errors, named by index."""
+    message are errors, named by index. With ``complete=False`` (a stored conversation, appended to in
+    steps) the last message's tool calls may still wait for their results."""
     seen: set[str] = set()
     pending: dict[str, int] = {}
     previous: str | None = None
@@ -49,7 +50,7 @@ def validate(messages: Sequence[Mapping[str, Any]]) -> None:
                     seen.add(call_id)
                     pending[call_id] = i
         previous = role
-    if pending:
+    if pending and complete:
         call_id, at = next(iter(pending.items()))
         raise HistoryError(at, f"tool call {call_id!r} has no result")
 
@@ -124,3 +125,19 @@ def units(messages: Sequence[Mapping[str, Any]], tokens: Sequence[int]) -> list[
         out.append(Unit("exchange", tuple(ex), sum(tokens[i] for i in ex), order))
         order += 1
     return out
+
+
+def transcript(messages: Sequence[Mapping[str, Any]]) -> str:
+    """Messages as plain text, one line each — ``role: content``, a tool result's call id in brackets and a
+    call's function and arguments after an arrow: how history that left the window is kept as an episode."""
+    lines = []
+    for m in messages:
+        content = m.get("content")
+        if isinstance(content, list):
+            content = " ".join(str(p.get("text", "")) for p in content if isinstance(p, Mapping))
+        calls = ", ".join(
+            f"{c['function']['name']}({c['function'].get('arguments', '')})" for c in m.get("tool_calls") or ()
+        )
+        who = m["role"] + (f"[{m['tool_call_id']}]" if m.get("tool_call_id") else "")
+        lines.append(f"{who}: {content or ''}{' -> ' + calls if calls else ''}".strip())
+    return "\n".join(lines)

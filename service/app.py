@@ -14,6 +14,7 @@ from prometheus_fastapi_instrumentator import Instrumentator
 
 from jobs.endpoints import router as jobs_router
 from service.clock import Clock
+from service.conversations.endpoints import router as conversations_router
 from service.db import migrate
 from service.db.embedded import resolve_database_url
 from service.db.engine import Database, create_database
@@ -117,6 +118,7 @@ def create_app(
     app.include_router(users_router)
     app.include_router(windows_router)
     app.include_router(search_router)
+    app.include_router(conversations_router)
     app.include_router(jobs_router)
     registry = CollectorRegistry(auto_describe=True)
     outbox_gauges = OutboxGauges(registry)

@@ -364,6 +364,33 @@ class Observation(SQLModel, table=True):
     created_at: datetime = _ts()
 
 
+class ConversationMessage(SQLModel, table=True):
+    """One message of a user's conversation (a session), as sent (OpenAI chat format), so that a window can
+    fit the history itself. Once it falls out of a window's fitted history it is archived into an episode
+    item (``archived_item_id``) and no window fits it again."""
+
+    __tablename__ = "conversation_message"
+    __table_args__ = (
+        sa.ForeignKeyConstraint(
+            ["tenant_id", "user_id"],
+            ["end_user.tenant_id", "end_user.user_id"],
+            name="fk_conversation_message_end_user",
+        ),
+        sa.UniqueConstraint("tenant_id", "user_id", "session_id", "seq"),
+        sa.CheckConstraint("seq >= 1", name="seq"),
+    )
+
+    id: uuid.UUID = _col(UUID, primary_key=True)
+    tenant_id: str = _col(sa.Text)
+    user_id: str = _col(sa.Text)
+    session_id: str = _col(sa.Text)
+    seq: int = _col(sa.BigInteger)
+    message: Any = _col(JSON)
+    created_at: datetime = _ts()
+    archived_at: datetime | None = _ts(nullable=True)
+    archived_item_id: uuid.UUID | None = _col(UUID, nullable=True)
+
+
 JOB_STATUSES = ("running", "succeeded", "failed", "interrupted")
 
 

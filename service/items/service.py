@@ -30,7 +30,7 @@ from service.ids import uuid7
 from service.items import repository
 from service.items.resolution import Plan, resolve_rows
 from service.limits import check_batch
-from service.pagination import decode_cursor, encode_cursor
+from service.pagination import decode_cursor, encode_cursor, page_size
 from service.tokenizer import Tokenizer
 from service.users import service as users
 from service.vectors.repository import enqueue_sync
@@ -267,9 +267,7 @@ class ItemQuery:
 async def list_items(ctx: RequestContext, *, user_id: str, query: ItemQuery) -> ItemPage:
     session, principal, settings, now = ctx.session, ctx.principal, ctx.settings, ctx.now
     principal.require(Permission.ITEMS_READ)
-    limit = query.limit or settings.default_page_size
-    if limit > settings.max_page_size:
-        raise ValidationFailed(f"limit must be at most {settings.max_page_size}")
+    limit = page_size(query.limit, settings)
     after = decode_cursor(query.cursor, query.order) if query.cursor else None
     if query.view == "effective":
         return await _list_effective(ctx, user_id=user_id, query=query, limit=limit, after=after)

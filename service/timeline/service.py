@@ -7,8 +7,7 @@ from collections.abc import Sequence
 from schemas.users import EventPage, EventRead
 from service.auth.service import Permission
 from service.context import RequestContext
-from service.errors import ValidationFailed
-from service.pagination import decode_cursor, encode_cursor
+from service.pagination import decode_cursor, encode_cursor, page_size
 from service.timeline import repository
 
 
@@ -23,9 +22,7 @@ async def timeline(
 ) -> EventPage:
     session, principal, settings = ctx.session, ctx.principal, ctx.settings
     principal.require(Permission.EVIDENCE_READ)
-    size = limit or settings.default_page_size
-    if size > settings.max_page_size:
-        raise ValidationFailed(f"limit must be at most {settings.max_page_size}")
+    size = page_size(limit, settings)
     after = decode_cursor(cursor, order) if cursor else None
     rows = await repository.user_events(
         session,

@@ -10,11 +10,27 @@ from sqlalchemy import delete, select, text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from service.db.locks import user_lock_sql
-from service.db.models import ContextItem, EndUser, Event, IdempotencyRecord, Observation, ProfileEntry
+from service.db.models import (
+    ContextItem,
+    ConversationMessage,
+    EndUser,
+    Event,
+    IdempotencyRecord,
+    Observation,
+    ProfileEntry,
+)
 
 # Tables holding a user's rows, in the order they must be erased (children before end_user).
 # Later stores (profiles, observations, vectors' outbox) join this list.
-USER_TABLES: list[Any] = [Observation, ProfileEntry, ContextItem, Event, IdempotencyRecord, EndUser]
+USER_TABLES: list[Any] = [
+    Observation,
+    ProfileEntry,
+    ConversationMessage,
+    ContextItem,
+    Event,
+    IdempotencyRecord,
+    EndUser,
+]
 
 
 _ENSURE_USER = text(

@@ -10,13 +10,14 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from schemas.conversations import StoredMessage
 from schemas.items import ItemRead
 from schemas.profiles import ObservationRead, ProfileEntryRead
 from schemas.users import EraseResult, EventRead
 from service.auth.service import Permission, Principal
 from service.context import RequestContext
 from service.db.engine import Database
-from service.db.models import ContextItem, Event, Observation, ProfileEntry
+from service.db.models import ContextItem, ConversationMessage, Event, Observation, ProfileEntry
 from service.errors import UserNotFound
 from service.events import event, record_events
 from service.idempotency import Idempotency
@@ -29,6 +30,7 @@ EXPORT_SECTIONS: list[tuple[str, Any, Callable[[Any], BaseModel]]] = [
     ("profile_entries", ProfileEntry, ProfileEntryRead.model_validate),
     ("observations", Observation, ObservationRead.model_validate),
     ("events", Event, EventRead.model_validate),
+    ("conversation_messages", ConversationMessage, StoredMessage.model_validate),
 ]
 
 

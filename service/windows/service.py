@@ -9,12 +9,12 @@ elements, the relevance of each item to its query, and the give-way steps its bu
 from __future__ import annotations
 
 import json
+import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from schemas.items import ItemCreate
 from schemas.windows import WindowRequest
 from scoring import history
 from scoring.conflicts import normalize_value
@@ -24,8 +24,8 @@ from scoring.window import Element, assemble_prepared, pinned_element
 from scoring.window_policy import ValueModel
 from service.auth.service import Permission
 from service.context import RequestContext
+from service.conversations import service as conversations
 from service.errors import BudgetTooSmallError, HistoryInvalid
-from service.items.service import create_items
 from service.settings import Settings
 from service.tokenizer import Tokenizer
 from service.windows import recall, repository
@@ -114,7 +114,13 @@ async def build_window(ctx: RequestContext, *, user_id: str, req: WindowRequest)
         principal.require(Permission.ITEMS_WRITE)
     count = cached_counter(ctx.tokenizer)
     budget = budget_of(req, settings)
-    turn = _turn(req, count)
+    messages = [m.model_dump(exclude_none=True) for m in req.messages]
+    stored: list[uuid.UUID] | None = None  # the ids of the messages, when they are the session's stored ones
+    if not messages and req.session_id is not None:
+        messages, stored = await conversations.window_history(
+            ctx, user_id=user_id, session_id=req.session_id, latest_input=req.input
+        )
+    turn = _turn(req, messages, count, complete=stored is None)
 
     await repository.prefer_generic_plans(ctx.session)
     state = await _user_state(ctx, user_id, req, count)
@@ -153,9 +159,21 @@ async def build_window(ctx: RequestContext, *, user_id: str, req: WindowRequest)
 
     archived_id = None
     kept = set(outcome.kept_messages)
-    dropped = [m for i, m in enumerate(turn.messages) if i not in kept]
-    if req.archive_dropped and dropped:
-        archived_id = await _archive(ctx, user_id, req, dropped)
+    dropped = [i for i in range(len(turn.messages)) if i not in kept]
+    if stored is not None and req.session_id is not None:
+        # The stored turns that fell out become long-term memory, once: by the first window that drops them.
+        if dropped and conversations.ARCHIVE_TURNS and principal.can(Permission.ITEMS_WRITE):
+            archived_id = await conversations.archive(
+                ctx, user_id=user_id, session_id=req.session_id, ids=[stored[i] for i in dropped]
+            )
+    elif req.archive_dropped and dropped:
+        archived_id = await conversations.write_episode(
+            ctx,
+            user_id=user_id,
+            messages=[turn.messages[i] for i in dropped],
+            session_id=req.session_id,
+            task_id=req.task_id,
+        )
     return _response(
         outcome,
         budget=budget,
@@ -181,10 +199,9 @@ class Turn:
     pinned: list[Element]
 
 
-def _turn(req: WindowRequest, count: TokenCounter) -> Turn:
-    messages = [m.model_dump(exclude_none=True) for m in req.messages]
+def _turn(req: WindowRequest, messages: list[dict[str, Any]], count: TokenCounter, *, complete: bool) -> Turn:
     try:
-        history.validate(messages)
+        history.validate(messages, complete=complete)
     except history.HistoryError as exc:
         raise HistoryInvalid(str(exc), index=exc.index) from exc
     units = history.units(messages, [history.message_tokens(m, count) for m in messages])
@@ -368,34 +385,3 @@ async def _user_state(ctx: RequestContext, user_id: str, req: WindowRequest, cou
     if clean:
         CACHE.put(key, state, max_entries=settings.window_cache_entries, max_rows=settings.window_cache_rows)
     return state
-
-
-def _transcript(messages: Sequence[dict[str, Any]]) -> str:
-    lines = []
-    for m in messages:
-        content = m.get("content")
-        if isinstance(content, list):
-            content = " ".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
-        calls = ", ".join(
-            f"{c['function']['name']}({c['function'].get('arguments', '')})" for c in m.get("tool_calls") or ()
-        )
-        who = m["role"] + (f"[{m['tool_call_id']}]" if m.get("tool_call_id") else "")
-        lines.append(f"{who}: {content or ''}{' -> ' + calls if calls else ''}".strip())
-    return "\n".join(lines)
-
-
-async def _archive(ctx: RequestContext, user_id: str, req: WindowRequest, dropped: Sequence[dict[str, Any]]) -> Any:
-    """Keep the history the window dropped as one episode item, so it can be recalled later."""
-    text = _transcript(dropped)
-    if len(text) > ctx.settings.max_content_chars:
-        text = text[: ctx.settings.max_content_chars - 40].rstrip() + " …[truncated]"
-    item = ItemCreate(
-        type="episode",
-        content=text,
-        source="summary",
-        scope="session" if req.session_id else "user",
-        session_id=req.session_id,
-        task_id=req.task_id,
-    )
-    (stored,) = await create_items(ctx, user_id=user_id, items=[item], batch=False)
-    return stored.id

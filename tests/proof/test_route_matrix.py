@@ -90,6 +90,12 @@ MATRIX: dict[tuple[str, str], Row] = {
     ("GET", "/v1/users/{user_id}/events"): _row("operator admin", 200, 200),
     ("POST", "/v1/users/{user_id}/window"): _row(ALL, 200, 200, lambda s: {"input": "hello", "max_tokens": 2000}),
     ("POST", "/v1/users/{user_id}/search"): _row(ALL, 200, 200, lambda s: {"query": "matrix fact"}),
+    # Another tenant's session of the same ids is its own (empty) conversation.
+    ("POST", "/v1/users/{user_id}/sessions/{session_id}/messages"): _row(
+        "agent admin", 201, 201, lambda s: {"messages": [{"role": "user", "content": "matrix turn"}]}
+    ),
+    ("GET", "/v1/users/{user_id}/sessions/{session_id}/messages"): _row(ALL, 200, 200),
+    ("DELETE", "/v1/users/{user_id}/sessions/{session_id}"): _row("agent admin", 200, 200),
     ("GET", "/v1/users/{user_id}/export"): _row("operator admin", 200, 200),
     ("DELETE", "/v1/users/{user_id}"): _row("admin", 200, 404),
     # Jobs are the caller's tenant's: another tenant's admin runs its own (there is no user in the path).
@@ -136,7 +142,12 @@ async def seed_user(client: httpx.AsyncClient, tenant: TenantKeys) -> Seed:
 
 def url_of(path: str, seed: Seed) -> str:
     return path.format(
-        user_id=seed.user, item_id=seed.item_id, entry_id=seed.entry_id, name="expire", path="favicon.png"
+        user_id=seed.user,
+        item_id=seed.item_id,
+        entry_id=seed.entry_id,
+        session_id="s-matrix",
+        name="expire",
+        path="favicon.png",
     )
 
 

@@ -1,0 +1,66 @@
+"""HTTP routes of conversations: a session's stored messages."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Path, Response
+
+from schemas.common import ID_PATTERN
+from schemas.conversations import MessagePage, MessagesAppend, MessagesAppended, SessionEnded
+from service.conversations import service
+from service.deps import ContextDep, CursorQuery, IdempotencyDep, LimitQuery, UserIdPath
+from service.errors import ERRORS
+
+router = APIRouter(prefix="/v1/users/{user_id}/sessions", tags=["conversations"], responses=ERRORS)
+
+SessionIdPath = Annotated[
+    str,
+    Path(
+        min_length=1,
+        max_length=128,
+        pattern=ID_PATTERN,
+        description="The conversation's id, as a window's session_id (letters, digits and . _ : @ -)",
+        examples=["s-42"],
+    ),
+]
+
+
+@router.post(
+    "/{session_id}/messages",
+    status_code=201,
+    response_model=MessagesAppended,
+    summary="Append messages to a stored conversation",
+)
+async def append_messages(
+    user_id: UserIdPath,
+    session_id: SessionIdPath,
+    body: MessagesAppend,
+    ctx: ContextDep,
+    idem: IdempotencyDep,
+) -> Response:
+    stored = await service.append_messages(ctx, user_id=user_id, session_id=session_id, messages=body.messages)
+    return await idem.respond(stored, 201)
+
+
+@router.get("/{session_id}/messages", response_model=MessagePage, summary="A stored conversation, oldest first")
+async def list_messages(
+    user_id: UserIdPath,
+    session_id: SessionIdPath,
+    ctx: ContextDep,
+    limit: LimitQuery = None,
+    cursor: CursorQuery = None,
+) -> MessagePage:
+    return await service.list_messages(ctx, user_id=user_id, session_id=session_id, limit=limit, cursor=cursor)
+
+
+@router.delete(
+    "/{session_id}",
+    response_model=SessionEnded,
+    summary="End a conversation: archive what no window archived, then remove its messages",
+)
+async def end_session(
+    user_id: UserIdPath, session_id: SessionIdPath, ctx: ContextDep, idem: IdempotencyDep
+) -> Response:
+    ended = await service.end_session(ctx, user_id=user_id, session_id=session_id)
+    return await idem.respond(ended, 200)

@@ -1,0 +1,201 @@
+"""Conversations: a user's sessions stored as chat history (OpenAI format), so a window with a
+``session_id`` and no ``messages`` fits the stored history itself, and the turns that fall out of it become
+long-term memory — one episode item per archive, each message archived once, by whichever window drops
+it first."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from schemas.conversations import MessagePage, MessagesAppended, SessionEnded, StoredMessage
+from schemas.items import ItemCreate
+from schemas.windows import ChatMessage
+from scoring import history
+from service.auth.service import Permission
+from service.context import RequestContext
+from service.conversations import repository
+from service.db.models import ConversationMessage
+from service.errors import HistoryInvalid
+from service.events import event, record_events
+from service.ids import uuid7
+from service.items.service import create_items
+from service.pagination import decode_cursor, encode_cursor, page_size
+from service.users import service as users
+
+# A window fits at most this many of a session's newest stored messages (as many as a request may send),
+# and an append is checked against as many before it.
+HISTORY_LIMIT = 1_000
+# Whether a window archives the stored turns it drops (becomes a setting with the grouped settings).
+ARCHIVE_TURNS = True
+
+
+def _stored(row: ConversationMessage) -> StoredMessage:
+    return StoredMessage.model_validate(row)
+
+
+async def append_messages(
+    ctx: RequestContext, *, user_id: str, session_id: str, messages: Sequence[ChatMessage]
+) -> MessagesAppended:
+    """Store ``messages`` after the session's stored ones, in order. Checked as a window's history is,
+    together with the session's live messages before them; a tool call may still wait for its result
+    (it comes in a later append)."""
+    ctx.principal.require(Permission.ITEMS_WRITE)
+    tenant_id = ctx.principal.tenant_id
+    raw = [m.model_dump(exclude_none=True) for m in messages]
+    await users.ensure_user(ctx, user_id=user_id)
+    await repository.lock_session(ctx.session, tenant_id=tenant_id, user_id=user_id, session_id=session_id)
+    before = [r.message for r in await _live(ctx, user_id=user_id, session_id=session_id)]
+    try:
+        history.validate([*before, *raw], complete=False)
+    except history.HistoryError as exc:
+        index = exc.index - len(before)
+        if index < 0:  # the stored messages are fine on their own: the new ones break them
+            index = 0
+        raise HistoryInvalid(f"messages[{index}]: {str(exc).split(': ', 1)[1]}", index=index) from exc
+    seq = await repository.last_seq(ctx.session, tenant_id=tenant_id, user_id=user_id, session_id=session_id)
+    rows = [
+        {
+            "id": uuid7(),
+            "tenant_id": tenant_id,
+            "user_id": user_id,
+            "session_id": session_id,
+            "seq": seq + i + 1,
+            "message": m,
+            "created_at": ctx.now,
+            "archived_at": None,
+            "archived_item_id": None,
+        }
+        for i, m in enumerate(raw)
+    ]
+    await repository.insert(ctx.session, rows=rows)
+    await record_events(
+        ctx.session,
+        [
+            event(
+                ctx.principal,
+                user_id=user_id,
+                action="session.appended",
+                entity_type="session",
+                entity_id=session_id,
+                now=ctx.now,
+                after={"messages": len(rows), "first_seq": seq + 1, "last_seq": seq + len(rows)},
+            )
+        ],
+    )
+    return MessagesAppended(
+        session_id=session_id,
+        items=[StoredMessage.model_validate({**r, "archived_item_id": None}) for r in rows],
+    )
+
+
+async def _live(ctx: RequestContext, *, user_id: str, session_id: str) -> list[ConversationMessage]:
+    return await repository.live_tail(
+        ctx.session, tenant_id=ctx.principal.tenant_id, user_id=user_id, session_id=session_id, limit=HISTORY_LIMIT
+    )
+
+
+async def list_messages(
+    ctx: RequestContext, *, user_id: str, session_id: str, limit: int | None, cursor: str | None
+) -> MessagePage:
+    """The session's stored messages, oldest first, archived ones too (with the episode that holds them)."""
+    ctx.principal.require(Permission.ITEMS_READ)
+    limit = page_size(limit, ctx.settings)
+    after = decode_cursor(cursor, "asc") if cursor else None
+    rows = await repository.page(
+        ctx.session,
+        tenant_id=ctx.principal.tenant_id,
+        user_id=user_id,
+        session_id=session_id,
+        after=after,
+        limit=limit + 1,
+    )
+    page = rows[:limit]
+    next_cursor = encode_cursor(page[-1].id, "asc") if len(rows) > limit and page else None
+    return MessagePage(items=[_stored(r) for r in page], next_cursor=next_cursor)
+
+
+async def end_session(ctx: RequestContext, *, user_id: str, session_id: str) -> SessionEnded:
+    """Remove the session's stored messages; the turns no window archived yet are kept first, as one
+    episode item, so ending a conversation never loses what was said."""
+    ctx.principal.require(Permission.ITEMS_WRITE)
+    tenant_id = ctx.principal.tenant_id
+    await users.ensure_user(ctx, user_id=user_id)
+    await repository.lock_session(ctx.session, tenant_id=tenant_id, user_id=user_id, session_id=session_id)
+    live = await _live(ctx, user_id=user_id, session_id=session_id)
+    archived = await archive(ctx, user_id=user_id, session_id=session_id, ids=[r.id for r in live])
+    removed = await repository.delete_session(ctx.session, tenant_id=tenant_id, user_id=user_id, session_id=session_id)
+    if removed:
+        await record_events(
+            ctx.session,
+            [
+                event(
+                    ctx.principal,
+                    user_id=user_id,
+                    action="session.ended",
+                    entity_type="session",
+                    entity_id=session_id,
+                    now=ctx.now,
+                    after={"messages": removed, "archived_item_id": str(archived) if archived else None},
+                )
+            ],
+        )
+    return SessionEnded(session_id=session_id, messages=removed, archived_item_id=archived)
+
+
+async def window_history(ctx: RequestContext, *, user_id: str, session_id: str, latest_input: str) -> Any:
+    """The session's live messages for a window to fit, oldest first, with their ids. A last user message
+    that is the window's input itself is left out: the input is in the window once."""
+    rows = await _live(ctx, user_id=user_id, session_id=session_id)
+    if rows and rows[-1].message.get("role") == "user" and rows[-1].message.get("content") == latest_input:
+        rows = rows[:-1]
+    return [r.message for r in rows], [r.id for r in rows]
+
+
+async def archive(ctx: RequestContext, *, user_id: str, session_id: str, ids: Sequence[uuid.UUID]) -> uuid.UUID | None:
+    """Archive the given messages into one episode item of the session: those no other transaction
+    archived first (so each message is archived once). Returns the item's id, or None if none were left."""
+    claimed = await repository.claim(ctx.session, tenant_id=ctx.principal.tenant_id, ids=ids, now=ctx.now)
+    if not claimed:
+        return None
+    item_id = await write_episode(
+        ctx,
+        user_id=user_id,
+        messages=[r.message for r in claimed],
+        session_id=session_id,
+        observed_at=claimed[-1].created_at,
+    )
+    await repository.set_archive(
+        ctx.session, tenant_id=ctx.principal.tenant_id, ids=[r.id for r in claimed], item_id=item_id
+    )
+    return item_id
+
+
+async def write_episode(
+    ctx: RequestContext,
+    *,
+    user_id: str,
+    messages: Sequence[Mapping[str, Any]],
+    session_id: str | None,
+    task_id: str | None = None,
+    observed_at: datetime | None = None,
+) -> uuid.UUID:
+    """History that left a window, kept as one episode item (its transcript, cut to the content limit), so
+    it can be recalled later: of the session when there is one, else of the user."""
+    text = history.transcript(messages)
+    limit = ctx.settings.max_content_chars
+    if len(text) > limit:
+        text = text[: limit - 40].rstrip() + " …[truncated]"
+    item = ItemCreate(
+        type="episode",
+        content=text,
+        source="summary",
+        scope="session" if session_id else "user",
+        session_id=session_id,
+        task_id=task_id,
+        observed_at=observed_at,
+    )
+    (stored,) = await create_items(ctx, user_id=user_id, items=[item], batch=False)
+    return stored.id
