@@ -139,5 +139,6 @@ def transcript(messages: Sequence[Mapping[str, Any]]) -> str:
             f"{c['function']['name']}({c['function'].get('arguments', '')})" for c in m.get("tool_calls") or ()
         )
         who = m["role"] + (f"[{m['tool_call_id']}]" if m.get("tool_call_id") else "")
-        lines.append(f"{who}: {content or ''}{' -> ' + calls if calls else ''}".strip())
+        said = " ".join(part for part in (content or "", f"-> {calls}" if calls else "") if part)
+        lines.append(f"{who}: {said}".strip())
     return "\n".join(lines)

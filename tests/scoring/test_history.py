@@ -131,3 +131,32 @@ def test_units_partition_the_history_and_keep_calls_with_results(
     assert kinds == sorted(kinds, key=lambda k: k != "old-turn")
     assert all(a.indexes[0] < b.indexes[0] for a, b in pairwise(droppable))
     assert all(u.order == -1 for u in got if not u.droppable)
+
+
+def test_an_open_end_lets_the_last_tool_call_wait_for_its_result_but_nothing_else() -> None:
+    from scoring.history import HistoryError, validate
+
+    call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+    waiting = [{"role": "user", "content": "q"}, {"role": "assistant", "tool_calls": [call]}]
+    validate(waiting, complete=False)
+    with pytest.raises(HistoryError, match="has no result"):
+        validate(waiting)
+    with pytest.raises(HistoryError, match="has no result before"):
+        validate([*waiting, {"role": "user", "content": "again"}], complete=False)
+    with pytest.raises(HistoryError, match="orphan"):
+        validate([{"role": "assistant", "content": "a"}, {"role": "tool", "tool_call_id": "x", "content": "r"}],
+                 complete=False)  # fmt: skip
+
+
+def test_a_transcript_is_one_line_per_message_with_calls_and_their_results() -> None:
+    from scoring.history import transcript
+
+    call = {"id": "c1", "type": "function", "function": {"name": "lookup", "arguments": '{"q": "venue"}'}}
+    text = transcript(
+        [
+            {"role": "user", "content": [{"type": "text", "text": "Is it"}, {"type": "text", "text": "free?"}]},
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": "c1", "content": "free on Friday"},
+        ]
+    )
+    assert text == 'user: Is it free?\nassistant: -> lookup({"q": "venue"})\ntool[c1]: free on Friday'
