@@ -1,0 +1,90 @@
+"""What the sync and the async client share: configuration from arguments or the environment, the headers
+of each attempt, and the retry loop's decisions."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from ctxmem_client._calls import Call, T
+from ctxmem_client._retry import RetryPolicy, parse_retry_after, should_retry
+from ctxmem_client.errors import ConnectionFailed
+
+DEFAULT_URL = "http://127.0.0.1:8080"
+DEFAULT_TIMEOUT = 30.0
+VERSION = "0.1.0"
+CONNECTION_FAILED = "urn:ctxmem-client:connection-failed"
+
+
+@dataclass(frozen=True)
+class Config:
+    base_url: str
+    api_key: str | None
+    timeout: httpx.Timeout
+    retry: RetryPolicy
+
+    @classmethod
+    def resolve(
+        cls,
+        base_url: str | None,
+        api_key: str | None,
+        *,
+        timeout: float | httpx.Timeout,
+        max_retries: int | None,
+        retry: RetryPolicy | None,
+    ) -> Config:
+        """Arguments first, then ``CTXMEM_URL`` and ``CTXMEM_API_KEY``, then a local server without a key."""
+        url = base_url or os.environ.get("CTXMEM_URL") or DEFAULT_URL
+        key = api_key if api_key is not None else os.environ.get("CTXMEM_API_KEY") or None
+        policy = retry or RetryPolicy()
+        if max_retries is not None:
+            if max_retries < 0:
+                raise ValueError("max_retries must be 0 or more")
+            policy = RetryPolicy(
+                max_retries=max_retries,
+                backoff_base=policy.backoff_base,
+                backoff_max=policy.backoff_max,
+                max_retry_after=policy.max_retry_after,
+                rng=policy.rng,
+            )
+        t = timeout if isinstance(timeout, httpx.Timeout) else httpx.Timeout(timeout)
+        return cls(url.rstrip("/"), key, t, policy)
+
+    def headers(self) -> dict[str, str]:
+        out = {"Accept": "application/json", "User-Agent": f"ctxmem-client/{VERSION}"}
+        if self.api_key:
+            out["Authorization"] = f"Bearer {self.api_key}"
+        return out
+
+
+def attempt_headers(call: Call[Any]) -> dict[str, str]:
+    """Headers of every attempt of one call: a new Idempotency-Key per call, sent again on each retry."""
+    out: dict[str, str] = {}
+    if call.body is not None:
+        out["Content-Type"] = "application/json"
+    if call.write:
+        out["Idempotency-Key"] = str(uuid.uuid4())
+    return out
+
+
+def retry_delay(call: Call[Any], policy: RetryPolicy, attempt: int, response: httpx.Response | None) -> float | None:
+    """Seconds to wait before trying again after this response (None: a connection failure), or None
+    when the outcome is final."""
+    if response is None:
+        return policy.delay(attempt)
+    if response.status_code in call.answers or not should_retry(response):
+        return None
+    return policy.delay(attempt, parse_retry_after(response.headers.get("Retry-After")))
+
+
+def finish(call: Call[T], response: httpx.Response) -> T:
+    return call.result(response, retry_after=parse_retry_after(response.headers.get("Retry-After")))
+
+
+def connection_failed(call: Call[Any], exc: Exception, attempts: int) -> ConnectionFailed:
+    detail = f"{call.method} {call.path}: no response after {attempts} attempt(s): {type(exc).__name__}: {exc}"
+    return ConnectionFailed(0, CONNECTION_FAILED, "No response from the server", detail)

@@ -1,0 +1,228 @@
+"""The synchronous client: ``Client`` for the service, ``User`` for one user's data (``client.user(id)``)."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from datetime import datetime
+from types import TracebackType
+
+import httpx
+from typing_extensions import Unpack
+
+from ctxmem_client import _calls as calls
+from ctxmem_client._base import DEFAULT_TIMEOUT, Config, attempt_headers, connection_failed, finish, retry_delay
+from ctxmem_client._calls import Call, T
+from ctxmem_client._retry import RETRY_EXCEPTIONS, RetryPolicy
+from ctxmem_client.models import (
+    ConfirmBody,
+    EntryEvidence,
+    EraseResult,
+    Event,
+    EventKind,
+    EventPage,
+    Export,
+    Health,
+    Item,
+    ItemBatch,
+    ItemCreate,
+    ItemFilters,
+    ItemPage,
+    JobName,
+    JobRun,
+    JobRunPage,
+    ObservationCreate,
+    Profile,
+    ProfileEntry,
+    ProfileEntryBatch,
+    Readiness,
+    SearchRequest,
+    SearchResults,
+    Tier,
+    Window,
+    WindowRequest,
+)
+from ctxmem_client.models.items import Order
+
+
+class Client:
+    """``Client(base_url, api_key)``; both default to ``CTXMEM_URL`` and ``CTXMEM_API_KEY``. Every call is
+    retried up to ``max_retries`` times on 429, 503 and connection failures (see ``RetryPolicy``); writes
+    carry an ``Idempotency-Key`` so that a retried write is applied once. Use it as a context manager, or
+    call ``close()``."""
+
+    def __init__(
+        self,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        *,
+        timeout: float | httpx.Timeout = DEFAULT_TIMEOUT,
+        max_retries: int | None = None,
+        retry: RetryPolicy | None = None,
+        transport: httpx.BaseTransport | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.config = Config.resolve(base_url, api_key, timeout=timeout, max_retries=max_retries, retry=retry)
+        self._sleep = sleep
+        self._http = httpx.Client(
+            base_url=self.config.base_url,
+            headers=self.config.headers(),
+            timeout=self.config.timeout,
+            transport=transport,
+        )
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._http.close()
+
+    def user(self, user_id: str) -> User:
+        """The handle on one user's items, profile, window, search, events, export and erasure."""
+        return User(self, user_id)
+
+    def health(self) -> Health:
+        return self.send(calls.health())
+
+    def ready(self) -> Readiness:
+        """Readiness; a ``not-ready`` answer (503) is returned, not raised, and not retried."""
+        return self.send(calls.ready())
+
+    def run_job(self, name: JobName, *, now: datetime | None = None) -> JobRun:
+        """Admin keys: run ``expire``, ``promote``, ``decay``, ``purge`` or ``reindex`` now (or as of ``now``)."""
+        return self.send(calls.run_job(name, now=now))
+
+    def job_runs(self, *, name: JobName | None = None, limit: int | None = None) -> JobRunPage:
+        return self.send(calls.job_runs(name=name, limit=limit))
+
+    def send(self, call: Call[T]) -> T:
+        """One call, with its retries."""
+        headers = attempt_headers(call)
+        attempt = 0
+        while True:
+            try:
+                response = self._http.request(
+                    call.method, call.path, params=call.params, content=call.body, headers=headers
+                )
+            except RETRY_EXCEPTIONS as exc:
+                delay = retry_delay(call, self.config.retry, attempt, None)
+                if delay is None:
+                    raise connection_failed(call, exc, attempt + 1) from exc
+            else:
+                delay = retry_delay(call, self.config.retry, attempt, response)
+                if delay is None:
+                    return finish(call, response)
+            self._sleep(delay)
+            attempt += 1
+
+
+class User:
+    """One user's data. Writes (``add_item``, ``observe``, ``confirm``…) are idempotent across retries."""
+
+    def __init__(self, client: Client, user_id: str) -> None:
+        self.client = client
+        self.user_id = user_id
+        self._path = calls.user_path(user_id)
+
+    # Items
+
+    def add_item(self, **item: Unpack[ItemCreate]) -> Item:
+        """Write one item (``type`` and ``content`` required); a keyed item carries its ``resolution``."""
+        return self.client.send(calls.add_item(self._path, item))
+
+    def add_items(self, items: Sequence[ItemCreate]) -> ItemBatch:
+        """Write up to the server's batch limit (1,000) at once, all or nothing."""
+        return self.client.send(calls.add_items(self._path, items))
+
+    def list_items(self, *, cursor: str | None = None, **filters: Unpack[ItemFilters]) -> ItemPage:
+        return self.client.send(calls.list_items(self._path, filters, cursor))
+
+    def iter_items(self, **filters: Unpack[ItemFilters]) -> Iterator[Item]:
+        """Every matching item, page after page (``limit`` is the page size)."""
+        cursor: str | None = None
+        while True:
+            page = self.list_items(cursor=cursor, **filters)
+            yield from page.items
+            if page.next_cursor is None:
+                return
+            cursor = page.next_cursor
+
+    def get_item(self, item_id: uuid.UUID | str, *, level: int | None = None) -> Item:
+        """One item whatever its status; with ``level`` (0-4) also ``at_level``, its text at that level."""
+        return self.client.send(calls.get_item(self._path, item_id, level=level))
+
+    def delete_item(self, item_id: uuid.UUID | str) -> Item:
+        return self.client.send(calls.delete_item(self._path, item_id))
+
+    # Observations and profile
+
+    def observe(self, **observation: Unpack[ObservationCreate]) -> ProfileEntry:
+        """One piece of evidence (``dimension``, ``key``, ``value``, ``session_id``) → the entry, rescored."""
+        return self.client.send(calls.observe(self._path, observation))
+
+    def observe_batch(self, observations: Sequence[ObservationCreate]) -> ProfileEntryBatch:
+        return self.client.send(calls.observe_batch(self._path, observations))
+
+    def profile(
+        self,
+        *,
+        domains: Sequence[str] | None = None,
+        session_id: str | None = None,
+        tiers: Sequence[Tier] | None = None,
+    ) -> Profile:
+        return self.client.send(calls.profile(self._path, domains=domains, session_id=session_id, tiers=tiers))
+
+    def profile_entry(self, entry_id: uuid.UUID | str) -> EntryEvidence:
+        """Operators: the entry with its 4C breakdown, observations and events."""
+        return self.client.send(calls.profile_entry(self._path, entry_id))
+
+    def confirm(self, entry_id: uuid.UUID | str, **body: Unpack[ConfirmBody]) -> ProfileEntry:
+        return self.client.send(calls.verdict(self._path, entry_id, body, confirm=True))
+
+    def reject(self, entry_id: uuid.UUID | str, **body: Unpack[ConfirmBody]) -> ProfileEntry:
+        return self.client.send(calls.verdict(self._path, entry_id, body, confirm=False))
+
+    # Window and search
+
+    def window(self, **request: Unpack[WindowRequest]) -> Window:
+        """The context for the next model call; ``.to_openai()`` gives the messages to send."""
+        return self.client.send(calls.window(self._path, request))
+
+    def search(self, **request: Unpack[SearchRequest]) -> SearchResults:
+        return self.client.send(calls.search(self._path, request))
+
+    # The user as a whole
+
+    def events(
+        self,
+        *,
+        kinds: Sequence[EventKind] | None = None,
+        order: Order | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+    ) -> EventPage:
+        return self.client.send(calls.events(self._path, kinds=kinds, order=order, limit=limit, cursor=cursor))
+
+    def iter_events(
+        self, *, kinds: Sequence[EventKind] | None = None, order: Order | None = None, limit: int | None = None
+    ) -> Iterator[Event]:
+        cursor: str | None = None
+        while True:
+            page = self.events(kinds=kinds, order=order, limit=limit, cursor=cursor)
+            yield from page.items
+            if page.next_cursor is None:
+                return
+            cursor = page.next_cursor
+
+    def export(self) -> Export:
+        return self.client.send(calls.export(self._path))
+
+    def erase(self) -> EraseResult:
+        """Admin keys: erase every row of the user."""
+        return self.client.send(calls.erase(self._path))
