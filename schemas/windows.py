@@ -165,6 +165,13 @@ class WindowRequest(StrictModel):
     archive_dropped: bool = Field(
         False, description="Store the history that did not fit as an episode item (needs a key that may write)"
     )
+    format: Literal["window", "openai", "anthropic"] = Field(
+        "window",
+        description="openai / anthropic: also return prompt, the messages of the model call ready to send as they "
+        "are (the window text as the system part, the fitted history, the latest input once as the last user "
+        "message); window: the text and messages only",
+        examples=["openai"],
+    )
 
     @model_validator(mode="after")
     def _budget(self) -> WindowRequest:
@@ -233,4 +240,9 @@ class WindowResponse(ReadModel):
         0,
         description="The user's items that apply here but were not candidates (neither standing, among the newest, "
         "nor retrieved for the query): counted, not listed",
+    )
+    prompt: dict[str, Any] | None = Field(
+        None,
+        description="Only with format openai or anthropic: the request body's messages for that API, to send as "
+        "they are ({messages} for OpenAI's Chat Completions; {system, messages} for Anthropic's Messages)",
     )

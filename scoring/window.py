@@ -74,7 +74,7 @@ class Element:
     value: float = 1.0  # worth before relevance (window_policy); ignored for pinned elements
     order: tuple[Any, ...] = ()  # render order inside the section
     group: str | None = None  # related items share a level
-    repeats: str | None = None  # the pinned element it repeats: an index line at most
+    repeats: str | None = None  # what it repeats ("pinned <id>", a history message): an index line at most
     verbatim: bool = False  # rendered as is, without "- " (the latest input)
 
 
@@ -321,14 +321,21 @@ def assemble(
 
 
 def _options(
-    m: tuple[int, ...], parts: Sequence[Parts], values: Sequence[float], fixed: AbstractSet[int]
+    m: tuple[int, ...],
+    parts: Sequence[Parts],
+    values: Sequence[float],
+    fixed: AbstractSet[int],
+    absent: AbstractSet[int] = frozenset(),
 ) -> tuple[tuple[Point, ...], tuple[float, ...], float]:
     """A group's hull, step rates and value for this request (related items, else one element). An element
-    that repeats pinned text offers only its index line; a group's levels move its members together
-    (members that repeat stay at L4), each level worth the members' values at it."""
+    that repeats pinned text offers only its index line, one the request holds already (``absent``) no
+    option at all; a group's levels move its members together (members that repeat, or are held, stay at
+    L4), each level worth the members' values at it."""
     if len(m) == 1:
         i = m[0]
         pt = parts[i]
+        if i in absent:
+            return (), (), 0.0
         if i in fixed:
             h = hull([Point(pt.lines[4], pt.shares[4], 4)])
             return h, rates_of(h), values[i]
@@ -337,7 +344,7 @@ def _options(
     weight = {i: (values[i] / total if total > 0 else 1 / len(m)) for i in m}
     points = []
     for lvl in range(5):
-        at = {i: 4 if i in fixed else lvl for i in m}
+        at = {i: 4 if i in fixed or i in absent else lvl for i in m}
         points.append(
             Point(sum(parts[i].lines[at[i]] for i in m), sum(weight[i] * parts[i].shares[at[i]] for i in m), lvl)
         )
@@ -352,6 +359,7 @@ def assemble_prepared(
     loose_extra: Sequence[Element] = (),
     relevance: Mapping[str, float] | None = None,
     repeats: Mapping[str, str] | None = None,
+    absent: Mapping[str, str] | None = None,
     units: Sequence[Unit],
     budget: int,
     tools_tokens: int,
@@ -361,8 +369,9 @@ def assemble_prepared(
 ) -> WindowOut | BudgetTooSmall:
     """:func:`assemble` over the prepared elements plus this request's: ``extra`` pinned elements,
     ``loose_extra`` loose ones (retrieved for this query; ungrouped), ``relevance`` (element id → 0-1 for
-    this query; absent = 0) and ``repeats`` (loose element id → the pinned element it repeats, for
-    elements that do not say so themselves).
+    this query; missing = 0), ``repeats`` (loose element id → what it repeats, for elements that do not
+    say so themselves: an index line at most) and ``absent`` (loose element id → why it is left out
+    whatever the budget: the request holds it already, e.g. as a tool message of its history).
 
     ``count_blocks`` counts a text given as its section blocks. Each block ends with a blank line and the
     next starts with ``## ``; a BPE whose pre-tokenizer never puts a newline and a following ``#`` into one
@@ -443,6 +452,12 @@ def assemble_prepared(
                 if i < n0:
                     dirty.add(group_of[i])
         fixed, twin = fixed_set, twin_map
+    # Left out whatever the budget: elements the request already holds elsewhere (e.g. in its history).
+    held = {index[eid]: why for eid, why in absent.items() if eid in index} if absent else {}
+    for i in held:
+        if i < n0:
+            dirty.add(group_of[i])
+    held_set = frozenset(held)
 
     # The selection problem: per group its options and value, and every step in order — the prepared
     # steps of unchanged groups (sorted once), then the others' merged in (the order is a total one).
@@ -450,12 +465,12 @@ def assemble_prepared(
     rates = list(p.rates)
     group_values = list(p.group_values)
     for gi in dirty:
-        hulls[gi], rates[gi], group_values[gi] = _options(members[gi], parts, values, fixed)
+        hulls[gi], rates[gi], group_values[gi] = _options(members[gi], parts, values, fixed, held_set)
     order = [key for key in p.keys if key[1] not in dirty] if dirty else list(p.keys)
     order += steps_keys(group_values, rates, sorted(dirty))
     for gi, i in enumerate(range(n0, len(loose)), start=n_prepared):
-        if i in fixed:
-            h, step_rates, v = _options((i,), parts, values, fixed)
+        if i in fixed or i in held:
+            h, step_rates, v = _options((i,), parts, values, fixed, held_set)
         else:
             pt = parts[i]
             h, step_rates, v = pt.hull, pt.rates, values[i]
@@ -494,7 +509,7 @@ def assemble_prepared(
                 level[m[0]] = lvl
                 continue
             for i in m:
-                level[i] = 4 if i in fixed else lvl
+                level[i] = 4 if i in fixed or i in held else lvl
         dropped_units: set[int] = set()
         for c, (chain_units, h, _) in enumerate(chains):
             k = at[n_items + c]
@@ -555,7 +570,7 @@ def assemble_prepared(
             rv = rel_get(e.id)
             note = f"; relevance {rv:.2f}" if rv else ""
             if i in fixed:
-                reason = f"{e.reason}{note}; index line (L4), repeats pinned {twin[i]}"
+                reason = f"{e.reason}{note}; index line (L4), repeats {twin[i]}"
             elif lvl == 0:
                 reason = f"{e.reason}{note}; kept whole"
             else:
@@ -573,8 +588,11 @@ def assemble_prepared(
                 compressed = True
                 cut_down = cut_down or lvl == 4
             continue
-        cut_down = True
         e = loose[i]
+        if i in held:
+            dropped.append((e.id, held[i]))
+            continue
+        cut_down = True
         gi = item_group[i]
         if i < n0 and gi not in dirty and gi != stopped:  # no relevance: the same words every request
             found = dropped_memo.get(i)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from schemas.windows import WindowRequest
-from scoring import history
+from scoring import history, prompts
 from scoring.conflicts import normalize_value
 from scoring.scopes import ScopeContext
 from scoring.window import BudgetTooSmall as TooSmall
@@ -128,6 +128,8 @@ async def build_window(ctx: RequestContext, *, user_id: str, req: WindowRequest)
     repeats = _repeats_of_pinned(variant, turn.pinned)
     found, retrieved, left_out, applicable = await _retrieve(ctx, user_id, req, state, count)
 
+    echoes: dict[str, str] = {}
+
     def assemble(loose: Sequence[Element]) -> Any:
         return assemble_prepared(
             variant.prepared,
@@ -135,6 +137,7 @@ async def build_window(ctx: RequestContext, *, user_id: str, req: WindowRequest)
             loose_extra=loose,
             relevance=found.scores,
             repeats=repeats,
+            absent=echoes,
             units=turn.units,
             budget=budget,
             tools_tokens=turn.tools_tokens,
@@ -143,13 +146,21 @@ async def build_window(ctx: RequestContext, *, user_id: str, req: WindowRequest)
             query=req.query or req.input,
         )
 
-    outcome = assemble(retrieved)
+    loose: list[Element] = retrieved
+    outcome = assemble(loose)
     room = budget - outcome.used if not isinstance(outcome, TooSmall) else 0
     if room >= MIN_ROOM_TOKENS and outcome.cut == 0 and state.newest_floor is not None:
         older = await _older_elements(ctx, user_id, req, state, count, room=room, have={e.id for e in retrieved})
         if older:
             applicable += len(older)
-            outcome = assemble([*retrieved, *older])
+            loose = [*retrieved, *older]
+            outcome = assemble(loose)
+    if not isinstance(outcome, TooSmall):
+        # An item that is a tool result the fitted history already holds is shown once, there: the item
+        # is left out (selected again, so the room it leaves goes to something else).
+        echoes = _echoes_of_history(variant, loose, turn.messages, outcome.kept_messages)
+        if echoes:
+            outcome = assemble(loose)
     if isinstance(outcome, TooSmall):
         raise BudgetTooSmallError(
             f"pinned content needs {outcome.required} tokens; the budget is {outcome.budget}",
@@ -184,6 +195,7 @@ async def build_window(ctx: RequestContext, *, user_id: str, req: WindowRequest)
         # The user's items that apply here but were neither standing, among the newest, nor retrieved.
         not_retrieved=max(0, state.applicable - len(state.known) - applicable),
         archived_id=archived_id,
+        prompt=_prompt(outcome, req, [turn.messages[i] for i in outcome.kept_messages]),
     )
 
 
@@ -222,11 +234,37 @@ def _repeats_of_pinned(variant: Variant, request_pinned: Sequence[Element]) -> d
     the pinned element it repeats: they start at their index line."""
     pinned_norm: dict[str, str] = {}
     for e in request_pinned:
-        pinned_norm.setdefault(normalize_value(None, e.texts[0]), e.id)
+        pinned_norm.setdefault(normalize_value(None, e.texts[0]), f"pinned {e.id}")
     for norm, eid in variant.pinned_norms:
-        pinned_norm.setdefault(norm, eid)
+        pinned_norm.setdefault(norm, f"pinned {eid}")
     longest_pinned = 2 * max(max(len(e.texts[0]) for e in request_pinned), variant.longest_pinned) + 16
     return variant.repeats(pinned_norm, longest_pinned)
+
+
+def _echoes_of_history(
+    variant: Variant,
+    loose: Sequence[Element],
+    messages: Sequence[dict[str, Any]],
+    kept: Sequence[int],
+) -> dict[str, str]:
+    """Candidate items whose text is the content of a tool message the window keeps in its history, each
+    with the reason it is left out."""
+    said: dict[str, str] = {}
+    for i in kept:
+        m = messages[i]
+        if m.get("role") == "tool" and isinstance(m.get("content"), str) and m["content"].strip():
+            said.setdefault(
+                normalize_value(None, m["content"]), f"left out: the same tool result is in the history (messages[{i}])"
+            )
+    if not said:
+        return {}
+    longest = 2 * max(len(n) for n in said) + 16
+    found = variant.repeats(said, longest)
+    for e in loose:
+        twin = said.get(normalize_value(None, e.texts[0])) if len(e.texts[0]) <= longest else None
+        if twin is not None:
+            found[e.id] = twin
+    return found
 
 
 async def _older_elements(
@@ -266,6 +304,7 @@ def _response(
     left_out: Sequence[tuple[str, str]],
     not_retrieved: int,
     archived_id: Any,
+    prompt: dict[str, Any] | None,
 ) -> dict[str, Any]:
     """The response as plain data, serialised once by the endpoint: the hot path skips model validation
     of ~1,000 items. Its shape is WindowResponse (tests validate responses against it)."""
@@ -304,7 +343,19 @@ def _response(
         "archived_item_id": archived_id,
         "cut": outcome.cut,
         "not_retrieved": not_retrieved,
+        "prompt": prompt,
     }
+
+
+def _prompt(outcome: Any, req: WindowRequest, messages: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The model call's messages in the requested format (scoring/prompts.py), or None for the window's own."""
+    if req.format == "openai":
+        return prompts.openai_prompt(text=outcome.text, messages=messages, latest_input=req.input)
+    if req.format == "anthropic":
+        return prompts.anthropic_prompt(
+            text=outcome.text, prefix=outcome.prefix, messages=messages, latest_input=req.input
+        )
+    return None
 
 
 async def _retrieve(

@@ -215,7 +215,7 @@ def test_related_items_share_a_level_and_repeats_are_index_lines() -> None:
     items = [
         el("input", "input", "q", pinned=True),
         el("fact", "facts", "The ops team is small.", pinned=True),
-        el("dup", "background", "The ops team is small.", repeats="fact"),
+        el("dup", "background", "The ops team is small.", repeats="pinned fact"),
         el("q1", "background", "question about QPS " * 20, importance=0, group="g"),
         el("r1", "tool_results", "qps=50000 " * 30, importance=5, group="g"),
         el("other", "background", "unrelated " * 30, importance=3),
