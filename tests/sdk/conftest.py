@@ -99,3 +99,9 @@ async def limited(server_url: str, tmp_path_factory: pytest.TempPathFactory) -> 
 @pytest.fixture
 async def keys(live: Live) -> Keys:
     return await live.tenant()
+
+
+@pytest.fixture
+async def limited_keys(limited: Live) -> Keys:
+    """A fresh tenant on the limited server: its key has a bucket of its own (the limit is per key)."""
+    return await limited.tenant()

@@ -1,7 +1,5 @@
 """Context items: what a write sends, what the server answers (schemas/items.py on the server)."""
 
-from __future__ import annotations
-
 import uuid
 from datetime import datetime
 from typing import Any, Literal, Required

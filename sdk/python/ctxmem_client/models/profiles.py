@@ -1,7 +1,5 @@
 """Observations in, profile entries and the effective profile out (schemas/profiles.py on the server)."""
 
-from __future__ import annotations
-
 import uuid
 from datetime import datetime
 from typing import Any, Literal, Required

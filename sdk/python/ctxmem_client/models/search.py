@@ -1,7 +1,5 @@
 """``POST …/search``: the user's items in force ranked for a query (schemas/search.py on the server)."""
 
-from __future__ import annotations
-
 from datetime import datetime
 from typing import Literal, Required
 

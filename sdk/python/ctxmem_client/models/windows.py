@@ -1,7 +1,5 @@
 """``POST …/window``: the context for the agent's next model call (schemas/windows.py on the server)."""
 
-from __future__ import annotations
-
 import uuid
 from typing import Any, Literal, Required
 
@@ -93,7 +91,7 @@ class Window(Model):
         """The latest input this window was assembled for (None for a window not fetched by this client)."""
         return self._input
 
-    def with_input(self, value: str) -> Window:
+    def with_input(self, value: str) -> "Window":
         self._input = value
         return self
 
