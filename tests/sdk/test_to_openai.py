@@ -60,9 +60,21 @@ def test_history_then_the_input_as_the_last_user_message(me: Any) -> None:
     assert "Never use Redis Cluster." in out[0]["content"]
     assert out[1:3] == HISTORY and out[-1] == {"role": "user", "content": INPUT}
     assert _occurrences(out, INPUT) == 1
-    assert out[0]["content"] == window.system_text() and window.text == window.system_text() + (
-        f"## Latest input\n{INPUT}\n\n"
-    )
+    assert window.text == f"{out[0]['content']}\n\n## Latest input\n{INPUT}\n\n"
+
+
+def test_the_same_messages_as_the_servers_openai_prompt(me: Any) -> None:
+    window = me.window(input=INPUT, max_tokens=2000, messages=HISTORY, format="openai")
+    assert window.prompt is not None and window.to_openai() == window.prompt["messages"]
+    assert me.window(input=INPUT, max_tokens=2000, messages=HISTORY).prompt is None
+
+
+@pytest.mark.xfail(strict=True, reason="server: format=openai repeats an input the history already ends with")
+def test_the_servers_prompt_has_the_input_once_when_the_history_ends_with_it(me: Any) -> None:
+    messages = [*HISTORY, {"role": "user", "content": INPUT}]
+    window = me.window(input=INPUT, max_tokens=2000, messages=messages, format="openai")
+    assert _occurrences(window.to_openai(), INPUT) == 1
+    assert window.prompt is not None and _occurrences(window.prompt["messages"], INPUT) == 1
 
 
 def test_an_input_already_last_in_the_history_is_not_repeated(me: Any) -> None:

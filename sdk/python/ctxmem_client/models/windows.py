@@ -34,6 +34,7 @@ class WindowRequest(TypedDict, total=False):
     messages: list[dict[str, Any]]
     tools: list[Any]
     archive_dropped: bool
+    format: Literal["window", "openai", "anthropic"]
 
 
 WINDOW_REQUEST: TypeAdapter[WindowRequest] = TypeAdapter(WindowRequest)
@@ -83,6 +84,8 @@ class Window(Model):
     archived_item_id: uuid.UUID | None = None
     cut: float = 0.0
     not_retrieved: int = 0
+    # Only with format openai or anthropic: the model call's body ({messages} or {system, messages}).
+    prompt: dict[str, Any] | None = None
     # The request's input, set by the client that asked for this window (not part of the response).
     _input: str | None = PrivateAttr(default=None)
 
@@ -96,30 +99,32 @@ class Window(Model):
         return self
 
     def system_text(self) -> str:
-        """The window text without its final "## Latest input" section, when that section holds exactly this
-        window's input; otherwise the text unchanged."""
+        """The window text without its final "## Latest input" section (and the blank lines before it), when
+        that section holds exactly this window's input; otherwise the text unchanged."""
         block = self._input_block()
-        return self.text[: -len(block)] if block is not None else self.text
+        return self.text[: -len(block)].rstrip("\n") if block is not None else self.text
 
     def to_openai(self) -> list[dict[str, Any]]:
         """The messages to send to an OpenAI-compatible chat model, with the latest input exactly once:
 
         1. ``{"role": "system", "content": system_text()}`` (left out if that is empty);
-        2. the fitted ``messages``, unchanged;
+        2. the fitted ``messages``, unchanged (copied);
         3. ``{"role": "user", "content": input}``, unless the last user message of the fitted history already
-           is the input (an agent in the middle of a tool loop sent it as part of ``messages``).
+           is the input (the agent sent it as part of ``messages``, or is in the middle of a tool loop).
 
-        When the text's last section is not exactly "## Latest input" followed by the input (a window built
-        by hand, or a server that renders it differently), nothing is removed from the text and no user
-        message is added: the input is then once, inside the system message.
+        The same messages as the server's ``prompt`` with ``format="openai"``, worked out here so that any
+        window gives them. When the text's last section is not exactly "## Latest input" followed by the
+        input (a window built by hand without ``with_input``, or a server that renders it differently),
+        nothing is removed from the text and no user message is added: the input is then once, inside the
+        system message.
         """
         out: list[dict[str, Any]] = []
-        block = self._input_block()
-        system = self.text[: -len(block)] if block is not None else self.text
+        system = self.system_text()
         if system:
             out.append({"role": "system", "content": system})
         out.extend(dict(m) for m in self.messages)
-        if block is not None and self._input is not None and not _last_user_says(self.messages, self._input):
+        found = self._input_block() is not None
+        if found and self._input is not None and not _last_user_says(self.messages, self._input):
             out.append({"role": "user", "content": self._input})
         return out
 
