@@ -74,14 +74,22 @@ async def test_every_async_method_against_the_live_service(live: Live, keys: Key
         with pytest.raises(ValidationError):
             await me.search(query="cache", limit=0)
 
+        appended = await me.append_messages(
+            "s9", [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"}]
+        )
+        assert [m.seq for m in appended.items] == [1, 2]
+        assert (await me.list_messages("s9", limit=1)).next_cursor is not None
+        assert [m.seq async for m in me.iter_messages("s9", limit=1)] == [1, 2]
+        assert (await me.end_session("s9")).messages == 2
+
         events = await operator.user(user).events(limit=3)
         assert len(events.items) == 3 and events.next_cursor
         assert len([e async for e in operator.user(user).iter_events(limit=3)]) > 3
         export = await operator.user(user).export()
-        assert len(export.items) == 6
+        assert len(export.items) == 7  # six written, one episode kept by end_session
 
         run = await admin.run_job("promote", now=datetime(2027, 1, 1, tzinfo=UTC))
         assert run.name == "promote"
         assert run.id in [r.id for r in (await admin.job_runs(limit=10)).items]
         erased = await admin.user(user).erase()
-        assert erased.erased and erased.rows["context_item"] == 6
+        assert erased.erased and erased.rows["context_item"] == 7

@@ -167,3 +167,25 @@ def test_pagination_follows_cursors(live: Live, keys: Keys) -> None:
         assert list(me.iter_items(limit=3, type=["goal"])) == []
         events = list(op.user(me.user_id).iter_events(limit=2))
         assert len(events) == 7 and len({e.id for e in events}) == 7
+
+
+def test_conversations(live: Live, keys: Keys) -> None:
+    with Client(live.url, keys.agent) as client:
+        me = client.user(_user())
+        turns = [
+            {"role": "user" if i % 2 == 0 else "assistant", "content": f"Turn {i} about caches."} for i in range(5)
+        ]
+        appended = me.append_messages("s1", turns)
+        assert [m.seq for m in appended.items] == [1, 2, 3, 4, 5] and appended.session_id == "s1"
+        page = me.list_messages("s1", limit=2)
+        assert [m.seq for m in page.items] == [1, 2] and page.next_cursor is not None
+        assert [m.message for m in me.iter_messages("s1", limit=2)] == turns
+        window = me.window(input="Which cache then?", max_tokens=2000, session_id="s1")
+        assert window.messages == turns
+        out = window.to_openai()
+        # the user has no items: the text is the latest input alone, so there is no system message
+        assert out == [*turns, {"role": "user", "content": "Which cache then?"}]
+        ended = me.end_session("s1")
+        assert ended.messages == 5 and ended.archived_item_id is not None
+        assert me.list_messages("s1").items == []
+        assert me.get_item(ended.archived_item_id).type == "episode"

@@ -15,6 +15,7 @@ from pydantic import BaseModel, TypeAdapter
 
 from ctxmem_client.errors import error_for
 from ctxmem_client.models.base import dump_request
+from ctxmem_client.models.conversations import MESSAGES_APPEND, MessagePage, MessagesAppended, SessionEnded
 from ctxmem_client.models.events import (
     EraseResult,
     EventPage,
@@ -193,6 +194,30 @@ def window(user: str, request: WindowRequest) -> Call[Window]:
 
 def search(user: str, request: SearchRequest) -> Call[SearchResults]:
     return Call("POST", f"{user}/search", _model(SearchResults), body=dump_request(SEARCH_REQUEST, request))
+
+
+# Conversations --------------------------------------------------------------------------------------------
+
+
+def _session(user: str, session_id: str) -> str:
+    if not session_id:
+        raise ValueError("session_id must not be empty")
+    return f"{user}/sessions/{quote(session_id, safe='')}"
+
+
+def append_messages(user: str, session_id: str, messages: Sequence[Mapping[str, Any]]) -> Call[MessagesAppended]:
+    body = dump_request(MESSAGES_APPEND, {"messages": [dict(m) for m in messages]})
+    path = f"{_session(user, session_id)}/messages"
+    return Call("POST", path, _model(MessagesAppended), body=body, write=True)
+
+
+def list_messages(user: str, session_id: str, *, limit: int | None, cursor: str | None) -> Call[MessagePage]:
+    params = query({"limit": limit, "cursor": cursor})
+    return Call("GET", f"{_session(user, session_id)}/messages", _model(MessagePage), params=params)
+
+
+def end_session(user: str, session_id: str) -> Call[SessionEnded]:
+    return Call("DELETE", _session(user, session_id), _model(SessionEnded), write=True)
 
 
 # The user as a whole --------------------------------------------------------------------------------------

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from datetime import datetime
 from types import TracebackType
+from typing import Any
 
 import httpx
 from typing_extensions import Unpack
@@ -33,6 +34,8 @@ from ctxmem_client.models import (
     JobName,
     JobRun,
     JobRunPage,
+    MessagePage,
+    MessagesAppended,
     ObservationCreate,
     Profile,
     ProfileEntry,
@@ -40,6 +43,8 @@ from ctxmem_client.models import (
     Readiness,
     SearchRequest,
     SearchResults,
+    SessionEnded,
+    StoredMessage,
     Tier,
     Window,
     WindowRequest,
@@ -198,6 +203,33 @@ class AsyncUser:
 
     async def search(self, **request: Unpack[SearchRequest]) -> SearchResults:
         return await self.client.send(calls.search(self._path, request))
+
+    # Conversations
+
+    async def append_messages(self, session_id: str, messages: Sequence[Mapping[str, Any]]) -> MessagesAppended:
+        """Store messages (OpenAI format) after the session's; a window with this ``session_id`` and no
+        ``messages`` then fits the stored history."""
+        return await self.client.send(calls.append_messages(self._path, session_id, messages))
+
+    async def list_messages(
+        self, session_id: str, *, limit: int | None = None, cursor: str | None = None
+    ) -> MessagePage:
+        return await self.client.send(calls.list_messages(self._path, session_id, limit=limit, cursor=cursor))
+
+    async def iter_messages(self, session_id: str, *, limit: int | None = None) -> AsyncIterator[StoredMessage]:
+        """The session's stored messages, oldest first, page after page."""
+        cursor: str | None = None
+        while True:
+            page = await self.list_messages(session_id, limit=limit, cursor=cursor)
+            for found in page.items:
+                yield found
+            if page.next_cursor is None:
+                return
+            cursor = page.next_cursor
+
+    async def end_session(self, session_id: str) -> SessionEnded:
+        """Archive the turns no window archived, then remove the session's messages."""
+        return await self.client.send(calls.end_session(self._path, session_id))
 
     # The user as a whole
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime
 from types import TracebackType
+from typing import Any
 
 import httpx
 from typing_extensions import Unpack
@@ -32,6 +33,8 @@ from ctxmem_client.models import (
     JobName,
     JobRun,
     JobRunPage,
+    MessagePage,
+    MessagesAppended,
     ObservationCreate,
     Profile,
     ProfileEntry,
@@ -39,6 +42,8 @@ from ctxmem_client.models import (
     Readiness,
     SearchRequest,
     SearchResults,
+    SessionEnded,
+    StoredMessage,
     Tier,
     Window,
     WindowRequest,
@@ -196,6 +201,30 @@ class User:
 
     def search(self, **request: Unpack[SearchRequest]) -> SearchResults:
         return self.client.send(calls.search(self._path, request))
+
+    # Conversations
+
+    def append_messages(self, session_id: str, messages: Sequence[Mapping[str, Any]]) -> MessagesAppended:
+        """Store messages (OpenAI format) after the session's; a window with this ``session_id`` and no
+        ``messages`` then fits the stored history."""
+        return self.client.send(calls.append_messages(self._path, session_id, messages))
+
+    def list_messages(self, session_id: str, *, limit: int | None = None, cursor: str | None = None) -> MessagePage:
+        return self.client.send(calls.list_messages(self._path, session_id, limit=limit, cursor=cursor))
+
+    def iter_messages(self, session_id: str, *, limit: int | None = None) -> Iterator[StoredMessage]:
+        """The session's stored messages, oldest first, page after page."""
+        cursor: str | None = None
+        while True:
+            page = self.list_messages(session_id, limit=limit, cursor=cursor)
+            yield from page.items
+            if page.next_cursor is None:
+                return
+            cursor = page.next_cursor
+
+    def end_session(self, session_id: str) -> SessionEnded:
+        """Archive the turns no window archived, then remove the session's messages."""
+        return self.client.send(calls.end_session(self._path, session_id))
 
     # The user as a whole
 

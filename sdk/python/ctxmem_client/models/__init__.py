@@ -1,5 +1,12 @@
 """Request and response models of the ctxmem API."""
 
+from ctxmem_client.models.conversations import (
+    MessagePage,
+    MessagesAppend,
+    MessagesAppended,
+    SessionEnded,
+    StoredMessage,
+)
 from ctxmem_client.models.events import (
     EraseResult,
     Event,
@@ -68,6 +75,9 @@ __all__ = [
     "JobRun",
     "JobRunPage",
     "LevelText",
+    "MessagePage",
+    "MessagesAppend",
+    "MessagesAppended",
     "Observation",
     "ObservationBatchCreate",
     "ObservationCreate",
@@ -83,6 +93,8 @@ __all__ = [
     "SearchRequest",
     "SearchResults",
     "SearchTokens",
+    "SessionEnded",
+    "StoredMessage",
     "Tier",
     "Variants",
     "Window",

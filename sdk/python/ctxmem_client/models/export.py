@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from ctxmem_client.models.base import Model
+from ctxmem_client.models.conversations import StoredMessage
 from ctxmem_client.models.events import Event
 from ctxmem_client.models.items import Item
 from ctxmem_client.models.profiles import Observation, ProfileEntry
@@ -19,3 +20,4 @@ class Export(Model):
     profile_entries: list[ProfileEntry]
     observations: list[Observation]
     events: list[Event]
+    conversation_messages: list[StoredMessage]
