@@ -71,10 +71,19 @@ def attempt_headers(call: Call[Any]) -> dict[str, str]:
     return out
 
 
-def retry_delay(call: Call[Any], policy: RetryPolicy, attempt: int, response: httpx.Response | None) -> float | None:
-    """Seconds to wait before trying again after this response (None: a connection failure), or None
-    when the outcome is final."""
+def retry_delay(
+    call: Call[Any],
+    policy: RetryPolicy,
+    attempt: int,
+    response: httpx.Response | None,
+    failure: Exception | None = None,
+) -> float | None:
+    """Seconds to wait before trying again after this response, or after this connection ``failure``; None
+    when the outcome is final. A call the server does not deduplicate (``resend=False``) is sent again only
+    when the failure shows it never left (the connection was not made)."""
     if response is None:
+        if not call.resend and not isinstance(failure, httpx.ConnectError | httpx.ConnectTimeout):
+            return None
         return policy.delay(attempt)
     if response.status_code in call.answers or not should_retry(response):
         return None

@@ -49,7 +49,9 @@ _JOB_BODY: TypeAdapter[dict[str, datetime]] = TypeAdapter(dict[str, datetime])
 @dataclass(frozen=True)
 class Call(Generic[T]):
     """``write``: the call changes data, so it carries an ``Idempotency-Key`` (one per call, the same on each
-    retry). ``answers``: statuses outside 2xx that are an answer rather than an error (readiness's 503)."""
+    retry). ``resend``: safe to send again after a connection failure whose request may have arrived (reads,
+    and writes the server deduplicates by their key). ``answers``: statuses outside 2xx that are an answer
+    rather than an error (readiness's 503)."""
 
     method: str
     path: str
@@ -57,6 +59,7 @@ class Call(Generic[T]):
     params: tuple[tuple[str, str], ...] = ()
     body: bytes | None = None
     write: bool = False
+    resend: bool = True
     answers: frozenset[int] = field(default_factory=frozenset)
 
     def result(self, response: httpx.Response, *, retry_after: float | None) -> T:
@@ -117,7 +120,9 @@ def ready() -> Call[Readiness]:
 
 def run_job(name: JobName, *, now: datetime | None) -> Call[JobRun]:
     body = _JOB_BODY.dump_json({"now": now}) if now is not None else None
-    return Call("POST", f"/v1/jobs/{_id(name)}/run", _model(JobRun), body=body, write=True)
+    # The jobs route takes no Idempotency-Key: a run whose answer was lost is not sent again (429 and 503,
+    # answered before anything ran, still are).
+    return Call("POST", f"/v1/jobs/{_id(name)}/run", _model(JobRun), body=body, resend=False)
 
 
 def job_runs(*, name: JobName | None, limit: int | None) -> Call[JobRunPage]:

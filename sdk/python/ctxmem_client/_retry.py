@@ -3,7 +3,8 @@
 Retried: 429 and 503 (after ``Retry-After`` when the server sends it), 409 ``idempotency-in-progress`` (the
 first attempt of the same call is still running) and connection failures. Writes are retried too: every
 attempt of one call carries the same ``Idempotency-Key``, so the server applies it once and replays its
-answer. Nothing else is retried: another 4xx would fail the same way again.
+answer (a job run, which the server does not deduplicate, is resent only when it cannot have arrived).
+Nothing else is retried: another 4xx would fail the same way again.
 """
 
 from __future__ import annotations

@@ -116,7 +116,7 @@ class Client:
                     call.method, call.path, params=call.params, content=call.body, headers=headers
                 )
             except RETRY_EXCEPTIONS as exc:
-                delay = retry_delay(call, self.config.retry, attempt, None)
+                delay = retry_delay(call, self.config.retry, attempt, None, exc)
                 if delay is None:
                     raise connection_failed(call, exc, attempt + 1) from exc
             else:

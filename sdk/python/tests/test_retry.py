@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 
 import httpx
 import pytest
-from ctxmem_client import AsyncClient, Client, Conflict, NotFound, RetryPolicy, Unavailable
+from ctxmem_client import AsyncClient, Client, Conflict, ConnectionFailed, NotFound, RetryPolicy, Unavailable
 from ctxmem_client._retry import parse_retry_after
 
 PROBLEM = {"title": "t", "detail": "d"}
@@ -173,3 +173,28 @@ def test_configuration_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> 
         assert client.config.headers()["Authorization"] == "Bearer cmk_env"
     with Client("http://other", api_key="cmk_arg") as client:
         assert client.config.api_key == "cmk_arg" and client.config.base_url == "http://other"
+
+
+def test_a_job_run_is_resent_only_when_it_cannot_have_arrived() -> None:
+    """The jobs route takes no Idempotency-Key: a lost answer is not retried, a refused connection is."""
+    run = {
+        "id": "0190a5c2-7d3e-7c4a-9b1e-2f6d8a4c1b00",
+        "name": "decay",
+        "tenant_id": "t",
+        "trigger": "api",
+        "tick": None,
+        "as_of": "2026-12-01T00:00:00Z",
+        "started_at": "2026-12-01T00:00:00Z",
+        "finished_at": "2026-12-01T00:00:01Z",
+        "status": "succeeded",
+        "rows": {},
+        "error": None,
+    }
+    script = Script(httpx.ConnectError("refused"), httpx.Response(200, json=run), httpx.ReadTimeout("lost"))
+    waits: list[float] = []
+    with _client(script, waits) as client:
+        assert client.run_job("decay").status == "succeeded"
+        with pytest.raises(ConnectionFailed) as caught:
+            client.run_job("decay")
+    assert len(script.requests) == 3 and len(waits) == 1 and "1 attempt(s)" in caught.value.detail
+    assert "Idempotency-Key" not in script.requests[0].headers
