@@ -3,6 +3,7 @@ of each attempt, and the retry loop's decisions."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import uuid
 from dataclasses import dataclass
@@ -44,13 +45,7 @@ class Config:
         if max_retries is not None:
             if max_retries < 0:
                 raise ValueError("max_retries must be 0 or more")
-            policy = RetryPolicy(
-                max_retries=max_retries,
-                backoff_base=policy.backoff_base,
-                backoff_max=policy.backoff_max,
-                max_retry_after=policy.max_retry_after,
-                rng=policy.rng,
-            )
+            policy = dataclasses.replace(policy, max_retries=max_retries)
         t = timeout if isinstance(timeout, httpx.Timeout) else httpx.Timeout(timeout)
         return cls(url.rstrip("/"), key, t, policy)
 
