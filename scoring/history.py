@@ -127,6 +127,19 @@ def units(messages: Sequence[Mapping[str, Any]], tokens: Sequence[int]) -> list[
     return out
 
 
+def without_latest_input(messages: Sequence[Mapping[str, Any]], latest_input: str) -> list[Mapping[str, Any]]:
+    """The history without a last user message that is the latest input itself (its text, as a string or
+    as text parts): the window holds the input once, as its own pinned section."""
+    if messages:
+        last = messages[-1]
+        content = last.get("content")
+        if isinstance(content, list):
+            content = "".join(str(p.get("text", "")) for p in content if isinstance(p, Mapping))
+        if last.get("role") == "user" and isinstance(content, str) and content.strip() == latest_input.strip():
+            return list(messages[:-1])
+    return list(messages)
+
+
 def transcript(messages: Sequence[Mapping[str, Any]]) -> str:
     """Messages as plain text, one line each — ``role: content``, a tool result's call id in brackets and a
     call's function and arguments after an arrow: how history that left the window is kept as an episode."""

@@ -149,9 +149,8 @@ async def window_history(ctx: RequestContext, *, user_id: str, session_id: str, 
     """The session's live messages for a window to fit, oldest first, with their ids. A last user message
     that is the window's input itself is left out: the input is in the window once."""
     rows = await _live(ctx, user_id=user_id, session_id=session_id)
-    if rows and rows[-1].message.get("role") == "user" and rows[-1].message.get("content") == latest_input:
-        rows = rows[:-1]
-    return [r.message for r in rows], [r.id for r in rows]
+    messages = history.without_latest_input([r.message for r in rows], latest_input)
+    return messages, [r.id for r in rows[: len(messages)]]
 
 
 async def archive(ctx: RequestContext, *, user_id: str, session_id: str, ids: Sequence[uuid.UUID]) -> uuid.UUID | None:

@@ -115,8 +115,10 @@ async def build_window(ctx: RequestContext, *, user_id: str, req: WindowRequest)
     count = cached_counter(ctx.tokenizer)
     budget = budget_of(req, settings)
     messages = [m.model_dump(exclude_none=True) for m in req.messages]
+    # The latest input is in the window once, as its own section: not again as the history's last message.
+    messages = [dict(m) for m in history.without_latest_input(messages, req.input)]
     stored: list[uuid.UUID] | None = None  # the ids of the messages, when they are the session's stored ones
-    if not messages and req.session_id is not None:
+    if not req.messages and req.session_id is not None:
         messages, stored = await conversations.window_history(
             ctx, user_id=user_id, session_id=req.session_id, latest_input=req.input
         )

@@ -160,3 +160,15 @@ def test_a_transcript_is_one_line_per_message_with_calls_and_their_results() -> 
         ]
     )
     assert text == 'user: Is it free?\nassistant: -> lookup({"q": "venue"})\ntool[c1]: free on Friday'
+
+
+def test_the_latest_input_is_taken_off_the_end_of_the_history_only() -> None:
+    from scoring.history import without_latest_input
+
+    turn = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
+    assert without_latest_input([*turn, {"role": "user", "content": " What now? "}], "What now?") == turn
+    parts = {"role": "user", "content": [{"type": "text", "text": "What "}, {"type": "text", "text": "now?"}]}
+    assert without_latest_input([*turn, parts], "What now?") == turn
+    assert without_latest_input(turn, "hello") == turn  # an assistant message is never the input
+    asked_before = [{"role": "user", "content": "What now?"}, {"role": "assistant", "content": "This."}]
+    assert without_latest_input(asked_before, "What now?") == asked_before

@@ -69,7 +69,6 @@ def test_the_same_messages_as_the_servers_openai_prompt(me: Any) -> None:
     assert me.window(input=INPUT, max_tokens=2000, messages=HISTORY).prompt is None
 
 
-@pytest.mark.xfail(strict=True, reason="server: format=openai repeats an input the history already ends with")
 def test_the_servers_prompt_has_the_input_once_when_the_history_ends_with_it(me: Any) -> None:
     messages = [*HISTORY, {"role": "user", "content": INPUT}]
     window = me.window(input=INPUT, max_tokens=2000, messages=messages, format="openai")

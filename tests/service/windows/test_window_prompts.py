@@ -134,3 +134,13 @@ async def test_an_unknown_format_is_a_422_naming_the_formats(client: httpx.Async
         "/v1/users/p4/window", json={"input": "x", "max_tokens": 100, "format": "gemini"}, headers=tenant.agent
     )
     assert r.status_code == 422 and "'openai'" in r.text and "'anthropic'" in r.text, r.text
+
+
+async def test_a_history_that_ends_with_the_input_holds_it_once(client: httpx.AsyncClient, tenant: TenantKeys) -> None:
+    history = [*HISTORY, {"role": "user", "content": INPUT}]
+    for fmt in ("window", "openai", "anthropic"):
+        w = await window(client, tenant, "p5", messages=history, format=fmt)
+        assert w["messages"] == HISTORY, fmt
+        assert everything_said({"text": w["text"], "messages": w["messages"]}).count(INPUT) == 1
+        if w["prompt"] is not None:
+            assert everything_said(w["prompt"]).count(INPUT) == 1, fmt
