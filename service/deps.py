@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import AsyncIterator
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from fastapi import Depends, Header, Path, Query, Request, Security
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
@@ -100,15 +100,17 @@ async def get_idempotency(
 
 IdempotencyDep = Annotated[idempotency.Idempotency, Depends(get_idempotency)]
 
+
+def _id_path(description: str, example: str) -> Any:
+    """A path parameter holding one of the caller's own ids (letters, digits and . _ : @ -; up to 128)."""
+    return Path(min_length=1, max_length=128, pattern=ID_PATTERN, description=description, examples=[example])
+
+
 UserIdPath = Annotated[
-    str,
-    Path(
-        min_length=1,
-        max_length=128,
-        pattern=ID_PATTERN,
-        description="Your id for the user (letters, digits and . _ : @ -; up to 128 characters)",
-        examples=["alice@example.com"],
-    ),
+    str, _id_path("Your id for the user (letters, digits and . _ : @ -; up to 128 characters)", "alice@example.com")
+]
+SessionIdPath = Annotated[
+    str, _id_path("The conversation's id, as a window's session_id (letters, digits and . _ : @ -)", "s-42")
 ]
 # The path and query parameters several routes share, described once.
 _EXAMPLE_ID = "0190a5c2-7d3e-7c4a-9b1e-2f6d8a4c1b00"

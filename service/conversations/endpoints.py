@@ -2,28 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from fastapi import APIRouter, Response
 
-from fastapi import APIRouter, Path, Response
-
-from schemas.common import ID_PATTERN
 from schemas.conversations import MessagePage, MessagesAppend, MessagesAppended, SessionEnded
 from service.conversations import service
-from service.deps import ContextDep, CursorQuery, IdempotencyDep, LimitQuery, UserIdPath
+from service.deps import ContextDep, CursorQuery, IdempotencyDep, LimitQuery, SessionIdPath, UserIdPath
 from service.errors import ERRORS
 
 router = APIRouter(prefix="/v1/users/{user_id}/sessions", tags=["conversations"], responses=ERRORS)
-
-SessionIdPath = Annotated[
-    str,
-    Path(
-        min_length=1,
-        max_length=128,
-        pattern=ID_PATTERN,
-        description="The conversation's id, as a window's session_id (letters, digits and . _ : @ -)",
-        examples=["s-42"],
-    ),
-]
 
 
 @router.post(

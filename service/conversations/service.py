@@ -71,24 +71,31 @@ async def append_messages(
         for i, m in enumerate(raw)
     ]
     await repository.insert(ctx.session, rows=rows)
-    await record_events(
-        ctx.session,
-        [
-            event(
-                ctx.principal,
-                user_id=user_id,
-                action="session.appended",
-                entity_type="session",
-                entity_id=session_id,
-                now=ctx.now,
-                after={"messages": len(rows), "first_seq": seq + 1, "last_seq": seq + len(rows)},
-            )
-        ],
+    await _record(
+        ctx,
+        user_id=user_id,
+        session_id=session_id,
+        action="session.appended",
+        after={"messages": len(rows), "first_seq": seq + 1, "last_seq": seq + len(rows)},
     )
     return MessagesAppended(
         session_id=session_id,
         items=[StoredMessage.model_validate({**r, "archived_item_id": None}) for r in rows],
     )
+
+
+async def _record(ctx: RequestContext, *, user_id: str, session_id: str, action: str, after: dict[str, Any]) -> None:
+    """The session's event (counts only: no message text goes into the audit log)."""
+    row = event(
+        ctx.principal,
+        user_id=user_id,
+        action=action,
+        entity_type="session",
+        entity_id=session_id,
+        now=ctx.now,
+        after=after,
+    )
+    await record_events(ctx.session, [row])
 
 
 async def _live(ctx: RequestContext, *, user_id: str, session_id: str) -> list[ConversationMessage]:
@@ -128,20 +135,8 @@ async def end_session(ctx: RequestContext, *, user_id: str, session_id: str) -> 
     archived = await archive(ctx, user_id=user_id, session_id=session_id, ids=[r.id for r in live])
     removed = await repository.delete_session(ctx.session, tenant_id=tenant_id, user_id=user_id, session_id=session_id)
     if removed:
-        await record_events(
-            ctx.session,
-            [
-                event(
-                    ctx.principal,
-                    user_id=user_id,
-                    action="session.ended",
-                    entity_type="session",
-                    entity_id=session_id,
-                    now=ctx.now,
-                    after={"messages": removed, "archived_item_id": str(archived) if archived else None},
-                )
-            ],
-        )
+        after = {"messages": removed, "archived_item_id": str(archived) if archived else None}
+        await _record(ctx, user_id=user_id, session_id=session_id, action="session.ended", after=after)
     return SessionEnded(session_id=session_id, messages=removed, archived_item_id=archived)
 
 
