@@ -296,6 +296,21 @@ def cmd_scheduler(args: argparse.Namespace) -> int:
     return asyncio.run(_with_db(settings, work, migrate_first=settings.auto_migrate))
 
 
+def cmd_mcp(args: argparse.Namespace) -> int:
+    # The MCP server lives in the SDK's distribution (ctxmem-client[mcp]), which the service does not need:
+    # its options are the SDK's, passed through as they are.
+    try:
+        import mcp  # noqa: F401
+        from ctxmem_client.mcp_cli import main as mcp_main
+    except ImportError:
+        print(
+            "error: ctxmem mcp needs the MCP extra: pip install './sdk/python[mcp]' (ctxmem-client[mcp])",
+            file=sys.stderr,
+        )
+        return 2
+    return mcp_main(args.mcp_args, prog="ctxmem mcp")
+
+
 def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--data-dir", type=Path, help="data directory (CTXMEM_DATA_DIR, default ./.ctxmem)")
@@ -346,6 +361,11 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--budget", type=int, default=1000, help="max_tokens of every window")
     demo.add_argument("--keep", action="store_true", help="keep the demo's tenant and data (default: removed)")
     demo.set_defaults(func=cmd_demo)
+
+    # prefix_chars="+": every argument after "mcp", --help included, reaches the MCP server's own parser.
+    mcp_cmd = sub.add_parser("mcp", add_help=False, prefix_chars="+", help="run the MCP server (stdio or HTTP)")
+    mcp_cmd.add_argument("mcp_args", nargs=argparse.REMAINDER, help="ctxmem mcp --help lists them")
+    mcp_cmd.set_defaults(func=cmd_mcp)
     return parser
 
 

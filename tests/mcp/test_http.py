@@ -1,0 +1,66 @@
+"""``ctxmem-mcp --transport http`` (the SDK's console script) on a free port, reached by the official ``mcp``
+client over streamable HTTP, against a real ``ctxmem serve``."""
+
+from __future__ import annotations
+
+import contextlib
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+from ctxmem_client import Client
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+
+from tests.mcp.conftest import mcp_env
+from tests.proof.live import ROOT, free_port
+from tests.sdk.conftest import Keys, Live
+
+CTXMEM_MCP = str(Path(sys.executable).parent / "ctxmem-mcp")
+
+
+@contextlib.contextmanager
+def http_server(live: Live, key: str, user: str, log: Path) -> Iterator[str]:
+    port = free_port()
+    cmd = [CTXMEM_MCP, "--transport", "http", "--port", str(port), "--url", live.url, "--api-key", key]
+    with log.open("wb") as out:
+        proc = subprocess.Popen([*cmd, "--user", user], env=mcp_env(), cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 30
+        while True:  # poll the port until it answers
+            assert proc.poll() is None, log.read_text()
+            with contextlib.suppress(httpx.TransportError):
+                httpx.get(f"http://127.0.0.1:{port}/mcp", timeout=1)
+                break
+            assert time.monotonic() < deadline, log.read_text()
+            time.sleep(0.05)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+
+
+async def test_streamable_http_lists_tools_and_remembers(mcp_live: Live, mcp_keys: Keys, tmp_path: Path) -> None:
+    user = f"u-{uuid.uuid4().hex[:8]}"
+    with http_server(mcp_live, mcp_keys.agent, user, tmp_path / "mcp.log") as url:
+        async with streamable_http_client(url) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            names = {t.name for t in (await session.list_tools()).tools}
+            assert names == {"remember", "observe", "search", "expand", "window", "confirm", "reject"}
+            content = "The team standup moved to 09:15 on Tuesdays."
+            written = await session.call_tool("remember", {"content": content, "type": "decision"})
+            assert not written.is_error and written.structured_content is not None
+            found = await session.call_tool("search", {"query": "when is the standup", "limit": 3})
+            assert not found.is_error and found.structured_content is not None
+            hits = found.structured_content["hits"]
+            assert hits[0]["id"] == written.structured_content["id"] and hits[0]["content"] == content
+    with Client(mcp_live.url, mcp_keys.agent, max_retries=0) as client:
+        assert [i.content for i in client.user(user).list_items().items] == [content]
