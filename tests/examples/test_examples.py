@@ -1,0 +1,66 @@
+"""Every example under examples/ runs as a user would run it: a subprocess against a real ``ctxmem serve`` and a
+local stand-in for the model endpoint. It must exit 0 after its ten turns, and the model must have been sent
+the memory: from the turn after the constraint was written, every prompt holds it, and the tool result once
+it was written."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.examples.model_stub import ModelStub, model_stub, system_text
+from tests.sdk.conftest import UNLIMITED, Live, live_server
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ["raw_http", "sdk", "langgraph_store", "agents_session"]
+CONSTRAINT = "Never book flights that land after 22:00."
+
+
+@pytest.fixture(scope="session")
+async def live(server_url: str, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Live]:
+    async with live_server(server_url, tmp_path_factory.mktemp("examples-live"), UNLIMITED) as found:
+        yield found
+
+
+@pytest.fixture(scope="module")
+def stub() -> Iterator[ModelStub]:
+    with model_stub() as found:
+        yield found
+
+
+def test_every_example_is_tested() -> None:
+    assert sorted(p.stem for p in (ROOT / "examples").glob("*.py")) == sorted(EXAMPLES)
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+async def test_example_runs_its_loop_with_memory(name: str, live: Live, stub: ModelStub) -> None:
+    keys = await live.tenant()
+    env = {
+        **os.environ,
+        "CTXMEM_URL": live.url,
+        "CTXMEM_API_KEY": keys.agent,
+        "OPENAI_BASE_URL": stub.url(name),
+        "OPENAI_API_KEY": "test-key",
+        "OPENAI_AGENTS_DISABLE_TRACING": "1",
+    }
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / f"{name}.py")],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    prompts = [system_text(body) for body in stub.requests[name]]
+    assert len(prompts) == 10, done.stdout
+    assert CONSTRAINT not in prompts[0]
+    assert all(CONSTRAINT in p for p in prompts[2:]), prompts
+    assert all("TP1943" in p for p in prompts[3:]), prompts
+    assert "(stub) memory I was given:" in done.stdout
