@@ -1,4 +1,4 @@
-"""``ctxmem-mcp --transport http`` (the SDK's console script) on a free port, reached by the official ``mcp``
+"""``ctxmem mcp --transport http`` (the real CLI) on a free port, reached by the official ``mcp``
 client over streamable HTTP, against a real ``ctxmem serve``."""
 
 from __future__ import annotations
@@ -20,13 +20,13 @@ from tests.mcp.conftest import mcp_env
 from tests.proof.live import ROOT, free_port
 from tests.sdk.conftest import Keys, Live
 
-CTXMEM_MCP = str(Path(sys.executable).parent / "ctxmem-mcp")
+CTXMEM = str(Path(sys.executable).parent / "ctxmem")
 
 
 @contextlib.contextmanager
 def http_server(live: Live, key: str, user: str, log: Path) -> Iterator[str]:
     port = free_port()
-    cmd = [CTXMEM_MCP, "--transport", "http", "--port", str(port), "--url", live.url, "--api-key", key]
+    cmd = [CTXMEM, "mcp", "--transport", "http", "--port", str(port), "--url", live.url, "--api-key", key]
     with log.open("wb") as out:
         proc = subprocess.Popen([*cmd, "--user", user], env=mcp_env(), cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
     try:

@@ -179,3 +179,15 @@ def test_the_user_is_required(tmp_path: Path) -> None:
         [CTXMEM, "mcp"], env=mcp_env(), cwd=ROOT, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL
     )
     assert done.returncode == 2 and "--user (or CTXMEM_MCP_USER) is required" in done.stderr
+
+
+def test_both_entry_points_take_the_same_options() -> None:
+    def usage(*cmd: str) -> str:
+        done = subprocess.run([*cmd, "--help"], env=mcp_env(), cwd=ROOT, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        return done.stdout.split("options:", 1)[1]
+
+    sdk = usage(str(Path(sys.executable).parent / "ctxmem-mcp"))
+    assert sdk == usage(CTXMEM, "mcp")
+    for flag in ("--url", "--api-key", "--user", "--session", "--transport", "--host", "--port"):
+        assert flag in sdk
