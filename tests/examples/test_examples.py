@@ -1,7 +1,7 @@
 """Every example under examples/ runs as a user would run it: a subprocess against a real ``ctxmem serve`` and a
 local stand-in for the model endpoint. It must exit 0 after its ten turns, and the model must have been sent
-the memory: from the turn after the constraint was written, every prompt holds it, and the tool result once
-it was written."""
+the memory: from the turn the constraint is written on, every system prompt holds it, and the tool result
+likewise."""
 
 from __future__ import annotations
 
@@ -61,6 +61,7 @@ async def test_example_runs_its_loop_with_memory(name: str, live: Live, stub: Mo
     prompts = [system_text(body) for body in stub.requests[name]]
     assert len(prompts) == 10, done.stdout
     assert CONSTRAINT not in prompts[0]
-    assert all(CONSTRAINT in p for p in prompts[2:]), prompts
-    assert all("TP1943" in p for p in prompts[3:]), prompts
+    assert all(CONSTRAINT in p for p in prompts[1:]), prompts  # written at turn 2
+    assert "TP1943" not in prompts[1]
+    assert all("TP1943" in p for p in prompts[2:]), prompts  # the tool result, written at turn 3
     assert "(stub) memory I was given:" in done.stdout
