@@ -17,6 +17,9 @@ from typing import Any
 from scoring.window import HEADERS
 
 FORMATS = ("openai", "anthropic")
+# The fields of a Chat Completions message. A stored or sent message may carry others (ctxmem keeps them,
+# e.g. an adapter's own record of the original item); a prompt to send as is leaves them out.
+OPENAI_MESSAGE_FIELDS = frozenset({"role", "content", "name", "tool_calls", "tool_call_id", "refusal", "audio"})
 
 
 def split_input(text: str, latest_input: str) -> str:
@@ -30,10 +33,11 @@ def split_input(text: str, latest_input: str) -> str:
 
 def openai_prompt(*, text: str, messages: Sequence[Mapping[str, Any]], latest_input: str) -> dict[str, Any]:
     """``{"messages": [...]}`` for the Chat Completions API: the window text as the system message, the
-    fitted history unchanged, the latest input as the last user message."""
+    fitted history as sent (its messages' fields that are not OpenAI's left out), the latest input as the
+    last user message."""
     context = split_input(text, latest_input)
     out: list[dict[str, Any]] = [{"role": "system", "content": context}] if context else []
-    out += [dict(m) for m in messages]
+    out += [{k: v for k, v in m.items() if k in OPENAI_MESSAGE_FIELDS} for m in messages]
     out.append({"role": "user", "content": latest_input})
     return {"messages": out}
 

@@ -71,3 +71,9 @@ def test_without_memory_there_is_no_system_part() -> None:
     assert anthropic_prompt(text=only_input, prefix="", messages=[], latest_input="hi") == {
         "messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}]}]
     }
+
+
+def test_openai_prompt_leaves_out_fields_that_are_not_openais() -> None:
+    history = [{"role": "user", "content": "hi", "agents_item": {"id": "msg_1"}}]
+    out = openai_prompt(text=TEXT, messages=history, latest_input="What now?")
+    assert out["messages"][1] == {"role": "user", "content": "hi"}
