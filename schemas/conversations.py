@@ -59,3 +59,10 @@ class SessionEnded(ReadModel):
     archived_item_id: uuid.UUID | None = Field(
         description="The episode item that keeps the turns no window had archived yet (null: none were left)"
     )
+
+
+class MessagePopped(ReadModel):
+    session_id: str
+    removed: StoredMessage | None = Field(
+        description="The session's newest message, now removed (null: it has none a window has not archived)"
+    )

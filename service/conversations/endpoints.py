@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Response
 
-from schemas.conversations import MessagePage, MessagesAppend, MessagesAppended, SessionEnded
+from schemas.conversations import MessagePage, MessagePopped, MessagesAppend, MessagesAppended, SessionEnded
 from service.conversations import service
 from service.deps import ContextDep, CursorQuery, IdempotencyDep, LimitQuery, SessionIdPath, UserIdPath
 from service.errors import ERRORS
@@ -38,6 +38,18 @@ async def list_messages(
     cursor: CursorQuery = None,
 ) -> MessagePage:
     return await service.list_messages(ctx, user_id=user_id, session_id=session_id, limit=limit, cursor=cursor)
+
+
+@router.delete(
+    "/{session_id}/messages/last",
+    response_model=MessagePopped,
+    summary="Take back a conversation's newest message (unless a window archived it)",
+)
+async def pop_message(
+    user_id: UserIdPath, session_id: SessionIdPath, ctx: ContextDep, idem: IdempotencyDep
+) -> Response:
+    popped = await service.pop_message(ctx, user_id=user_id, session_id=session_id)
+    return await idem.respond(popped, 200)
 
 
 @router.delete(

@@ -100,3 +100,18 @@ async def set_archive(session: AsyncSession, *, tenant_id: str, ids: Sequence[uu
 async def delete_session(session: AsyncSession, *, tenant_id: str, user_id: str, session_id: str) -> int:
     stmt = delete(M).where(C.tenant_id == tenant_id, C.user_id == user_id, C.session_id == session_id)
     return int((await session.execute(stmt)).rowcount or 0)  # type: ignore[attr-defined]
+
+
+async def pop_last(
+    session: AsyncSession, *, tenant_id: str, user_id: str, session_id: str
+) -> ConversationMessage | None:
+    """Remove the session's newest message, unless a window archived it (then nothing is removed)."""
+    newest = (
+        select(C.id)
+        .where(C.tenant_id == tenant_id, C.user_id == user_id, C.session_id == session_id)
+        .order_by(C.seq.desc())
+        .limit(1)
+        .scalar_subquery()
+    )
+    stmt = delete(M).where(C.id == newest, C.archived_at.is_(None)).returning(M)
+    return (await session.execute(stmt)).scalars().one_or_none()

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from schemas.conversations import MessagePage, MessagesAppended, SessionEnded, StoredMessage
+from schemas.conversations import MessagePage, MessagePopped, MessagesAppended, SessionEnded, StoredMessage
 from schemas.items import ItemCreate
 from schemas.windows import ChatMessage
 from scoring import history
@@ -122,6 +122,20 @@ async def list_messages(
     page = rows[:limit]
     next_cursor = encode_cursor(page[-1].id, "asc") if len(rows) > limit and page else None
     return MessagePage(items=[_stored(r) for r in page], next_cursor=next_cursor)
+
+
+async def pop_message(ctx: RequestContext, *, user_id: str, session_id: str) -> MessagePopped:
+    """Remove the session's newest message (an agent taking back its last turn), if no window archived it:
+    an archived message is long-term memory already, and stays."""
+    ctx.principal.require(Permission.ITEMS_WRITE)
+    tenant_id = ctx.principal.tenant_id
+    await users.ensure_user(ctx, user_id=user_id)
+    await repository.lock_session(ctx.session, tenant_id=tenant_id, user_id=user_id, session_id=session_id)
+    row = await repository.pop_last(ctx.session, tenant_id=tenant_id, user_id=user_id, session_id=session_id)
+    if row is None:
+        return MessagePopped(session_id=session_id, removed=None)
+    await _record(ctx, user_id=user_id, session_id=session_id, action="session.popped", after={"seq": row.seq})
+    return MessagePopped(session_id=session_id, removed=_stored(row))
 
 
 async def end_session(ctx: RequestContext, *, user_id: str, session_id: str) -> SessionEnded:

@@ -96,6 +96,7 @@ MATRIX: dict[tuple[str, str], Row] = {
     ),
     ("GET", "/v1/users/{user_id}/sessions/{session_id}/messages"): _row(ALL, 200, 200),
     ("DELETE", "/v1/users/{user_id}/sessions/{session_id}"): _row("agent admin", 200, 200),
+    ("DELETE", "/v1/users/{user_id}/sessions/{session_id}/messages/last"): _row("agent admin", 200, 200),
     ("GET", "/v1/users/{user_id}/export"): _row("operator admin", 200, 200),
     ("DELETE", "/v1/users/{user_id}"): _row("admin", 200, 404),
     # Jobs are the caller's tenant's: another tenant's admin runs its own (there is no user in the path).

@@ -80,7 +80,9 @@ async def test_every_async_method_against_the_live_service(live: Live, keys: Key
         assert [m.seq for m in appended.items] == [1, 2]
         assert (await me.list_messages("s9", limit=1)).next_cursor is not None
         assert [m.seq async for m in me.iter_messages("s9", limit=1)] == [1, 2]
-        assert (await me.end_session("s9")).messages == 2
+        removed = (await me.pop_message("s9")).removed
+        assert removed is not None and removed.seq == 2 and removed.message["content"] == "Hello"
+        assert (await me.end_session("s9")).messages == 1
 
         events = await operator.user(user).events(limit=3)
         assert len(events.items) == 3 and events.next_cursor

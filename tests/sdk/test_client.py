@@ -185,6 +185,9 @@ def test_conversations(live: Live, keys: Keys) -> None:
         out = window.to_openai()
         # the user has no items: the text is the latest input alone, so there is no system message
         assert out == [*turns, {"role": "user", "content": "Which cache then?"}]
+        popped = me.pop_message("s1")
+        assert popped.removed is not None and popped.removed.seq == 5 and popped.removed.message == turns[-1]
+        me.append_messages("s1", turns[-1:])
         ended = me.end_session("s1")
         assert ended.messages == 5 and ended.archived_item_id is not None
         assert me.list_messages("s1").items == []

@@ -53,6 +53,7 @@ RESPONSES: dict[type[Model], str] = {
     models.MessagesAppended: "MessagesAppended",
     models.MessagePage: "MessagePage",
     models.SessionEnded: "SessionEnded",
+    models.MessagePopped: "MessagePopped",
 }
 # Answers the OpenAPI document does not describe (plain JSON routes, a streamed export); the live tests
 # validate real answers against these models (tests/sdk/test_client.py).
@@ -152,6 +153,7 @@ def _every_call() -> list[calls.Call[Any]]:
         calls.append_messages(u, "s1", [{"role": "user", "content": "x"}]),
         calls.list_messages(u, "s1", limit=None, cursor=None),
         calls.end_session(u, "s1"),
+        calls.pop_message(u, "s1"),
         calls.export(u),
         calls.erase(u),
     ]

@@ -15,7 +15,13 @@ from pydantic import BaseModel, TypeAdapter
 
 from ctxmem_client.errors import error_for
 from ctxmem_client.models.base import dump_request
-from ctxmem_client.models.conversations import MESSAGES_APPEND, MessagePage, MessagesAppended, SessionEnded
+from ctxmem_client.models.conversations import (
+    MESSAGES_APPEND,
+    MessagePage,
+    MessagePopped,
+    MessagesAppended,
+    SessionEnded,
+)
 from ctxmem_client.models.events import (
     EraseResult,
     EventPage,
@@ -219,6 +225,10 @@ def append_messages(user: str, session_id: str, messages: Sequence[Mapping[str, 
 def list_messages(user: str, session_id: str, *, limit: int | None, cursor: str | None) -> Call[MessagePage]:
     params = query({"limit": limit, "cursor": cursor})
     return Call("GET", f"{_session(user, session_id)}/messages", _model(MessagePage), params=params)
+
+
+def pop_message(user: str, session_id: str) -> Call[MessagePopped]:
+    return Call("DELETE", f"{_session(user, session_id)}/messages/last", _model(MessagePopped), write=True)
 
 
 def end_session(user: str, session_id: str) -> Call[SessionEnded]:

@@ -21,10 +21,10 @@ An endpoint that refuses unknown message fields needs ``keep_original=False``: t
 stored and read back (items come back as easy messages, ``function_call`` and ``function_call_output``
 items, without ids or statuses), and an item with no chat form raises ``ValueError``.
 
-``pop_item`` raises ``NotImplementedError``: a ctxmem conversation is append-only — the API has no call that
-removes one message (``DELETE …/sessions/{s}`` ends the whole session), and faking it by ending the session
-and appending the rest again would archive an episode and renumber every message. ``clear_session`` ends the
-session: its messages are removed and the turns no window archived yet are kept as one episode item.
+``pop_item`` takes back the newest message (``DELETE …/sessions/{s}/messages/last``); a message a window has
+already archived into an episode stays (it is long-term memory), so then there is nothing to pop.
+``clear_session`` ends the session: its messages are removed and the turns no window archived yet are kept
+as one episode item.
 """
 
 from __future__ import annotations
@@ -136,10 +136,12 @@ class CtxmemSession:
         await self.user.append_messages(self.session_id, messages)
 
     async def pop_item(self) -> TResponseInputItem | None:
-        raise NotImplementedError(
-            "ctxmem conversations are append-only: the API cannot remove one message "
-            "(DELETE …/sessions/{s} ends the whole session)"
-        )
+        """Remove and return the newest item (``DELETE …/sessions/{s}/messages/last``); None when the session
+        has none a window has not archived (archived turns are long-term memory and stay)."""
+        popped = await self.user.pop_message(self.session_id)
+        if popped.removed is None:
+            return None
+        return cast(TResponseInputItem, from_chat(popped.removed.message))
 
     async def clear_session(self) -> None:
         """End the ctxmem session: its messages go, unarchived turns stay as one episode item."""

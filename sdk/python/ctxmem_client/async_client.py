@@ -35,6 +35,7 @@ from ctxmem_client.models import (
     JobRun,
     JobRunPage,
     MessagePage,
+    MessagePopped,
     MessagesAppended,
     ObservationCreate,
     Profile,
@@ -226,6 +227,10 @@ class AsyncUser:
             if page.next_cursor is None:
                 return
             cursor = page.next_cursor
+
+    async def pop_message(self, session_id: str) -> MessagePopped:
+        """Take back the session's newest message (``removed``: it, or None if a window archived it)."""
+        return await self.client.send(calls.pop_message(self._path, session_id))
 
     async def end_session(self, session_id: str) -> SessionEnded:
         """Archive the turns no window archived, then remove the session's messages."""

@@ -34,6 +34,7 @@ from ctxmem_client.models import (
     JobRun,
     JobRunPage,
     MessagePage,
+    MessagePopped,
     MessagesAppended,
     ObservationCreate,
     Profile,
@@ -221,6 +222,10 @@ class User:
             if page.next_cursor is None:
                 return
             cursor = page.next_cursor
+
+    def pop_message(self, session_id: str) -> MessagePopped:
+        """Take back the session's newest message (``removed``: it, or None if a window archived it)."""
+        return self.client.send(calls.pop_message(self._path, session_id))
 
     def end_session(self, session_id: str) -> SessionEnded:
         """Archive the turns no window archived, then remove the session's messages."""

@@ -188,3 +188,31 @@ async def test_another_tenant_sees_no_conversation(
     assert await stored(client, other_tenant, "c7", "s1") == []
     w = await window(client, other_tenant.agent, "c7", input="hi", session_id="s1", max_tokens=2000)
     assert w["messages"] == []
+
+
+async def test_the_newest_message_can_be_taken_back_unless_a_window_archived_it(
+    client: httpx.AsyncClient, tenant: TenantKeys
+) -> None:
+    await append(client, tenant, "c8", "s1", turns(2), headers=tenant.agent)
+    r = await client.delete("/v1/users/c8/sessions/s1/messages/last", headers=tenant.agent)
+    assert r.status_code == 200, r.text
+    popped = r.json()["removed"]
+    assert popped["seq"] == 4 and popped["message"] == turns(2)[-1]
+    assert [m["seq"] for m in await stored(client, tenant, "c8", "s1")] == [1, 2, 3]
+    r = await append(client, tenant, "c8", "s1", [{"role": "assistant", "content": "Corrected."}], headers=tenant.agent)
+    assert [m["seq"] for m in r.json()["items"]] == [4]  # numbering goes on after the last stored message
+    r = await client.delete("/v1/users/c8/sessions/s1/messages/last", headers=tenant.operator)
+    assert r.status_code == 403, r.text
+    empty = await client.delete("/v1/users/c8/sessions/none/messages/last", headers=tenant.agent)
+    assert empty.json() == {"session_id": "none", "removed": None}
+    # Archived messages are long-term memory: once every message is archived there is nothing to take back.
+    await append(client, tenant, "c9", "s1", turns(30), headers=tenant.agent)
+    w = await window(client, tenant.agent, "c9", input="Summarise.", session_id="s1", max_tokens=300)
+    assert w["archived_item_id"] is not None
+    live = [m for m in await stored(client, tenant, "c9", "s1") if m["archived_item_id"] is None]
+    for _ in live:
+        r = await client.delete("/v1/users/c9/sessions/s1/messages/last", headers=tenant.agent)
+        assert r.json()["removed"] is not None
+    r = await client.delete("/v1/users/c9/sessions/s1/messages/last", headers=tenant.agent)
+    assert r.json()["removed"] is None
+    assert all(m["archived_item_id"] for m in await stored(client, tenant, "c9", "s1"))

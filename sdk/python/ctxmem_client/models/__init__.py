@@ -2,6 +2,7 @@
 
 from ctxmem_client.models.conversations import (
     MessagePage,
+    MessagePopped,
     MessagesAppend,
     MessagesAppended,
     SessionEnded,
@@ -76,6 +77,7 @@ __all__ = [
     "JobRunPage",
     "LevelText",
     "MessagePage",
+    "MessagePopped",
     "MessagesAppend",
     "MessagesAppended",
     "Observation",

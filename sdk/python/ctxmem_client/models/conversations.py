@@ -42,3 +42,8 @@ class SessionEnded(Model):
     session_id: str
     messages: int
     archived_item_id: uuid.UUID | None
+
+
+class MessagePopped(Model):
+    session_id: str
+    removed: StoredMessage | None
