@@ -146,7 +146,7 @@ async def eval_tenant(
     settings = Settings(**overrides)
     db = create_database(url, settings)
     await migrate.upgrade(db.engine)
-    tokenizer = build_tokenizer(settings.tokenizer, cache_dir=settings.resolved_tokenizer_cache_dir)
+    tokenizer = build_tokenizer(settings.tokens.tokenizer, cache_dir=settings.resolved_tokenizer_cache_dir)
     tenant = f"{prefix}-{secrets.token_hex(3)}"
     async with session_scope(db) as s:
         key = await create_key(s, tenant_id=tenant, role="agent", name=None, now=Clock().now(), actor="bench")

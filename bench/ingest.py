@@ -974,9 +974,9 @@ class Run:
         t0 = time.perf_counter()
         batches = generate(args.items, args.users, args.batch, args.seed, datetime.now(UTC))
         sizes = [len(b.body) for b in batches]
-        if max(sizes) > settings.max_body_bytes:
+        if max(sizes) > settings.server.max_body_bytes:
             raise BenchFailure(
-                f"a batch body is {max(sizes)} bytes, over the {settings.max_body_bytes} byte limit:"
+                f"a batch body is {max(sizes)} bytes, over the {settings.server.max_body_bytes} byte limit:"
                 " use a smaller --batch"
             )
         say(

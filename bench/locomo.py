@@ -382,7 +382,7 @@ async def main(args: argparse.Namespace) -> int:
         # 1. Every turn through the real item service.
         t0 = time.perf_counter()
         item_of: dict[str, dict[str, str]] = {}
-        size = min(BATCH, settings.max_batch_items)
+        size = min(BATCH, settings.limits.max_batch_items)
         for conv in data.conversations:
             ids = item_of.setdefault(conv.sample_id, {})
             for chunk in _chunks(conv.turns, size):
@@ -514,8 +514,9 @@ async def main(args: argparse.Namespace) -> int:
                 + (f", uncommitted: {' '.join(changed)}" if changed else ", clean")
             )
         print(
-            f"tokenizer {settings.tokenizer}; embedder {settings.embedder}/{settings.embedding_dim}, vector backend "
-            f"{settings.vector_backend}, {indexed} points indexed in {index_s:.1f} s; BM25 scored in {bm25_s:.1f} s"
+            f"tokenizer {settings.tokens.tokenizer}; embedder {settings.vectors.embedder}/"
+            f"{settings.vectors.embedding_dim}, vector backend {settings.vectors.backend}, {indexed} points indexed in "
+            f"{index_s:.1f} s; BM25 scored in {bm25_s:.1f} s"
         )
         print()
         print("whole-turn evidence recall: share of questions whose every evidence turn is whole in the text")
@@ -558,11 +559,11 @@ async def main(args: argparse.Namespace) -> int:
             "data": str(args.data),
             "code": version,
             "budgets": budgets,
-            "tokenizer": settings.tokenizer,
-            "embedder": settings.embedder,
-            "embedding_dim": settings.embedding_dim,
-            "vector_backend": settings.vector_backend,
-            "recall_mode": settings.recall_mode,
+            "tokenizer": settings.tokens.tokenizer,
+            "embedder": settings.vectors.embedder,
+            "embedding_dim": settings.vectors.embedding_dim,
+            "vector_backend": settings.vectors.backend,
+            "recall_mode": settings.recall.mode,
             "bm25": {"k1": 1.2, "b": 0.75, "tokens": "lowercase \\w+ runs", "idf": "ln(1 + (N - df + 0.5)/(df + 0.5))"},
             "conversations": [
                 {"sample_id": c.sample_id, "user_id": c.user_id, "speakers": c.speakers, "turns": len(c.turns)}

@@ -166,7 +166,7 @@ async def main(args: argparse.Namespace) -> int:
             kept = fill(rows_of[user_of[q["conversation"]]], q["question"], args.budget, count)
             ranking["recency"].append(outcome(q, {i: 0 for i in kept}, kept, item_of))
         for mode in MODES:
-            mode_settings = settings.model_copy(update=MODES[mode])
+            mode_settings = settings.replace(**MODES[mode])
             elapsed = 0.0
             for q in data["questions"]:
                 user = user_of[q["conversation"]]
@@ -202,8 +202,8 @@ async def main(args: argparse.Namespace) -> int:
             f"{len(rows)} episode items, {n_q} questions ({', '.join(f'{k} {kinds[k]}' for k in KINDS)})"
         )
         print(
-            f"budget {args.budget} tokens ({settings.tokenizer}); embedder {settings.embedder}/"
-            f"{settings.embedding_dim}, vector backend {settings.vector_backend}, {indexed} points indexed "
+            f"budget {args.budget} tokens ({settings.tokens.tokenizer}); embedder {settings.vectors.embedder}/"
+            f"{settings.vectors.embedding_dim}, vector backend {settings.vectors.backend}, {indexed} points indexed "
             f"in {index_s:.1f} s"
         )
         baseline = ranking["recency"]
@@ -249,13 +249,13 @@ async def main(args: argparse.Namespace) -> int:
             print(f"  warning x{n}: {msg}")
         result = {
             "budget": args.budget,
-            "tokenizer": settings.tokenizer,
-            "embedder": settings.embedder,
-            "embedding_dim": settings.embedding_dim,
-            "vector_backend": settings.vector_backend,
-            "rrf_k": settings.rrf_k,
-            "fusion_lexical_weight": settings.fusion_lexical_weight,
-            "recall_candidates": settings.recall_candidates,
+            "tokenizer": settings.tokens.tokenizer,
+            "embedder": settings.vectors.embedder,
+            "embedding_dim": settings.vectors.embedding_dim,
+            "vector_backend": settings.vectors.backend,
+            "rrf_k": settings.recall.rrf_k,
+            "fusion_lexical_weight": settings.recall.fusion_lexical_weight,
+            "recall_candidates": settings.recall.candidates,
             "items": len(rows),
             "points_indexed": indexed,
             "questions": n_q,

@@ -144,7 +144,7 @@ async def main(args: argparse.Namespace) -> int:
         settings = Settings(database_url=url, data_dir=tmp)
         db = create_database(url, settings)
         await migrate.upgrade(db.engine)
-        tokenizer = build_tokenizer(settings.tokenizer, cache_dir=settings.resolved_tokenizer_cache_dir)
+        tokenizer = build_tokenizer(settings.tokens.tokenizer, cache_dir=settings.resolved_tokenizer_cache_dir)
         tenant = f"bench-window-{secrets.token_hex(3)}"
         user = "u-window"
         async with session_scope(db) as s:
@@ -175,13 +175,13 @@ async def main(args: argparse.Namespace) -> int:
         settle_s = time.perf_counter() - t0
         print(
             f"outbox worker: {applied} changes applied in {outbox_s:.2f} s = {applied / outbox_s:,.0f} points/s "
-            f"(batch {settings.outbox_batch_size}, embedder {recall.embedder.name}, index {recall.index.name}); "
+            f"(batch {settings.outbox.batch_size}, embedder {recall.embedder.name}, index {recall.index.name}); "
             f"index upkeep after it (graph build) {settle_s:.1f} s"
         )
         filler = max(0, args.index_points - applied)
         for start in range(0, filler, 5000):
             n = min(5000, filler - start)
-            vecs = hash_embed([text(rnd, 15, 60) for _ in range(n)], dim=settings.embedding_dim).tolist()
+            vecs = hash_embed([text(rnd, 15, 60) for _ in range(n)], dim=settings.vectors.embedding_dim).tolist()
             await recall.index.upsert(
                 [
                     VectorPoint(
@@ -249,7 +249,7 @@ async def main(args: argparse.Namespace) -> int:
         service_ms = await service_times(settings, vary=False)
         varied_ms = await service_times(settings, vary=True)
         lexical_ms = await service_times(settings, vary=True, vectors=None)
-        uncached_ms = await service_times(settings.model_copy(update={"window_cache_entries": 0}), vary=True)
+        uncached_ms = await service_times(settings.replace(window_cache_entries=0), vary=True)
         retrieve_ms: list[float] = []
         fixed_ms: list[float] = []
         recalled = 0
@@ -296,7 +296,7 @@ async def main(args: argparse.Namespace) -> int:
         for i in range(args.calls + 50):
             t0 = time.perf_counter()
             async with raw.transaction():
-                rows = await raw.fetch(ITEMS_SQL, *args_sql, settings.window_recent_items)
+                rows = await raw.fetch(ITEMS_SQL, *args_sql, settings.window.recent_items)
                 more = await raw.fetch(
                     RETRIEVED_SQL, tenant, user, retrieved_ids, Clock().now(), None, "s-bench", "", "", ""
                 )

@@ -66,7 +66,7 @@ class JobContext:
             "tenant": self.tenant_id,
             "run": str(self.run_id),
             "actor": f"job:{self.name}",
-            "batch": self.settings.job_batch_size,
+            "batch": self.settings.jobs.batch_size,
             **extra,
         }
 
@@ -81,7 +81,7 @@ async def _batches(ctx: JobContext, kind: str, sql: str, params: dict[str, Any],
         done += changed
         if ctx.progress is not None:
             ctx.progress(kind, done, total)
-        if last is None or picked < ctx.settings.job_batch_size:
+        if last is None or picked < ctx.settings.jobs.batch_size:
             return done
         after = last
 
@@ -93,7 +93,7 @@ async def _sweep(ctx: JobContext, kind: str, sql: str, params: dict[str, Any]) -
         async with session_scope(ctx.db) as session:
             changed = await repository.run_statement(session, sql, params)
         done += changed
-        if changed < ctx.settings.job_batch_size:
+        if changed < ctx.settings.jobs.batch_size:
             return done
 
 
@@ -116,7 +116,9 @@ async def job_decay(ctx: JobContext) -> dict[str, int]:
     s = ctx.settings
     p = ctx.params(
         **repository.decay_params(
-            overrides=s.decay_days_overrides, default_days=s.decay_days, factor=s.decay_score_factor
+            overrides=s.profiles.decay_days_overrides,
+            default_days=s.profiles.decay_days,
+            factor=s.profiles.decay_score_factor,
         )
     )
     total = await _count(ctx, repository.COUNT_DECAY, p)
@@ -126,9 +128,11 @@ async def job_decay(ctx: JobContext) -> dict[str, int]:
 async def job_promote(ctx: JobContext) -> dict[str, int]:
     """Candidates that are ``promotable`` (scoring/fourc.py) as of now → ``long_term``."""
     s = ctx.settings
-    weights = FourCWeights(**s.fourc.model_dump())
+    weights = FourCWeights(**s.profiles.fourc.model_dump())
     p = ctx.params(
-        **repository.promote_params(weights, threshold=s.long_term_threshold, min_sessions=s.candidate_min_sessions)
+        **repository.promote_params(
+            weights, threshold=s.profiles.long_term_threshold, min_sessions=s.profiles.candidate_min_sessions
+        )
     )
     total = await _count(ctx, repository.COUNT_PROMOTE, p)
     promoted = examined = 0
@@ -140,7 +144,7 @@ async def job_promote(ctx: JobContext) -> dict[str, int]:
         examined += seen
         if ctx.progress is not None:
             ctx.progress("candidates_examined", examined, total)
-        if last is None or seen < ctx.settings.job_batch_size:
+        if last is None or seen < ctx.settings.jobs.batch_size:
             break
         after = last
     return {"entries_promoted": promoted, "candidates_examined": examined}
@@ -150,13 +154,13 @@ async def job_purge(ctx: JobContext) -> dict[str, int]:
     """Hard-delete what is past retention: tombstoned items, stored idempotent responses, old job runs.
     (Erasing a user deletes everything at once; nothing of an erased user is left to purge.)"""
     s = ctx.settings
-    p = ctx.params(days=s.purge_deleted_after_days)
+    p = ctx.params(days=s.jobs.purge_deleted_after_days)
     total = await _count(ctx, repository.COUNT_PURGE, p)
     items = await _batches(ctx, "items_purged", repository.PURGE_ITEMS, p, total)
     idem = await _sweep(
-        ctx, "idempotency_purged", repository.PURGE_IDEMPOTENCY, ctx.params(hours=s.idempotency_retention_hours)
+        ctx, "idempotency_purged", repository.PURGE_IDEMPOTENCY, ctx.params(hours=s.jobs.idempotency_retention_hours)
     )
-    runs = await _sweep(ctx, "job_runs_purged", repository.PURGE_RUNS, ctx.params(days=s.job_run_retention_days))
+    runs = await _sweep(ctx, "job_runs_purged", repository.PURGE_RUNS, ctx.params(days=s.jobs.run_retention_days))
     return {"items_purged": items, "idempotency_purged": idem, "job_runs_purged": runs}
 
 

@@ -57,7 +57,7 @@ async def fire(name: str, spec: str, *, db: Database, settings: Settings, clock:
 def build_scheduler(db: Database, settings: Settings, *, clock: Clock) -> AsyncIOScheduler:
     """An APScheduler with one job per schedule that is not ``off``, not started."""
     scheduler = AsyncIOScheduler(timezone=UTC)
-    for name, spec in sorted(settings.job_schedules.items()):
+    for name, spec in sorted(settings.jobs.schedules.items()):
         if spec == "off":
             continue
         scheduler.add_job(
@@ -83,7 +83,7 @@ async def run_scheduler(
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     scheduler.start()
-    print(f"ctxmem scheduler running: {', '.join(f'{n}={s}' for n, s in sorted(settings.job_schedules.items()))}")
+    print(f"ctxmem scheduler running: {', '.join(f'{n}={s}' for n, s in sorted(settings.jobs.schedules.items()))}")
     try:
         await stop.wait()
     finally:

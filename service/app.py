@@ -63,7 +63,7 @@ def create_app(
         if db is None:
             url, server = await resolve_database_url(settings)
             db = create_database(url, settings, embedded=server)
-            if settings.auto_migrate:
+            if settings.database.auto_migrate:
                 await migrate.upgrade(db.engine)
         app.state.db = db
         stop = asyncio.Event()
@@ -73,7 +73,7 @@ def create_app(
             app.state.vectors = recall
             worker = recall.worker if recall is not None else outbox_worker(db, settings)
             worker_task = asyncio.create_task(
-                worker.run(stop, poll=settings.outbox_poll_seconds, on_lag=outbox_gauges.update)
+                worker.run(stop, poll=settings.outbox.poll_seconds, on_lag=outbox_gauges.update)
             )
         # What exists by now (modules, the app, the engine) lives as long as the process. Frozen, it is left
         # out of the cyclic collector's full passes, which otherwise walk all of it and pause every
@@ -106,7 +106,7 @@ def create_app(
     if database is not None:
         app.state.db = database
     app.state.clock = clock or Clock()
-    app.state.tokenizer = build_tokenizer(settings.tokenizer, cache_dir=settings.resolved_tokenizer_cache_dir)
+    app.state.tokenizer = build_tokenizer(settings.tokens.tokenizer, cache_dir=settings.resolved_tokenizer_cache_dir)
     app.state.migration_head = migrate.head_revision()
     app.state.migration_revisions = migrate.known_revisions()
     install_error_handlers(app)
@@ -132,9 +132,9 @@ def create_app(
     )
     # Outermost last: the rate limit first, then OPTIONS; oversize bodies are refused before they are read.
     app.add_middleware(RejectDuplicateKeys)
-    app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
+    app.add_middleware(BodySizeLimit, max_bytes=settings.server.max_body_bytes)
     app.add_middleware(OptionsResponder, router=app.router)
     app.add_middleware(
-        RateLimit, rate=settings.rate_limit_per_second, burst=settings.rate_limit_burst, clock=app.state.clock
+        RateLimit, rate=settings.rate_limit.per_second, burst=settings.rate_limit.burst, clock=app.state.clock
     )
     return app

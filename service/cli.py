@@ -57,15 +57,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from service.version import VERSION
 
     settings = _settings(args)
-    if settings.vector_backend == "edge":
+    if settings.vectors.backend == "edge":
         from service.vectors.qdrant_edge import holder
 
         # One process per embedded index: say so in one line, before anything starts, rather than fail
         # during the app's startup with a traceback.
-        who = holder(settings.data_dir / "vectors")
+        who = holder(settings.server.data_dir / "vectors")
         if who is not None:
             print(
-                f"error: the data directory {settings.data_dir.resolve()} is in use by another process ({who}); "
+                f"error: the data directory {settings.server.data_dir.resolve()} is in use by another process ({who}); "
                 "stop it, or give this server its own directory with --data-dir or CTXMEM_DATA_DIR",
                 file=sys.stderr,
             )
@@ -74,23 +74,25 @@ def cmd_serve(args: argparse.Namespace) -> int:
     async def prepare(db: Any) -> int:
         return 0
 
-    asyncio.run(_with_db(settings, prepare, migrate_first=settings.auto_migrate))
+    asyncio.run(_with_db(settings, prepare, migrate_first=settings.database.auto_migrate))
     where = (
-        f"embedded PostgreSQL under {settings.postgres_dir.resolve()}" if settings.embedded else "CTXMEM_DATABASE_URL"
+        f"embedded PostgreSQL under {settings.postgres_dir.resolve()}"
+        if settings.database.embedded
+        else "CTXMEM_DATABASE_URL"
     )
     exe = sys.argv[0] if sys.argv and sys.argv[0] else "ctxmem"
     print(
-        f"ctxmem {VERSION} (schema {migrate.head_revision()}) serving on http://{settings.host}:{settings.port} "
-        f"({where})",
+        f"ctxmem {VERSION} (schema {migrate.head_revision()}) serving on "
+        f"http://{settings.server.host}:{settings.server.port} ({where})",
         flush=True,
     )
-    print(f"  API docs:   http://{settings.host}:{settings.port}/docs", flush=True)
+    print(f"  API docs:   http://{settings.server.host}:{settings.server.port}/docs", flush=True)
     print(f"  create key: {exe} keys create --tenant demo --role agent   (in another terminal)", flush=True)
     uvicorn.run(
         create_app(settings),
-        host=settings.host,
-        port=settings.port,
-        log_level=settings.log_level,
+        host=settings.server.host,
+        port=settings.server.port,
+        log_level=settings.server.log_level,
         **uvicorn_options(settings),
     )
     return 0
@@ -138,7 +140,7 @@ def cmd_keys_create(args: argparse.Namespace) -> int:
         )
         return 0
 
-    return asyncio.run(_with_db(settings, work, migrate_first=settings.auto_migrate))
+    return asyncio.run(_with_db(settings, work, migrate_first=settings.database.auto_migrate))
 
 
 def cmd_keys_list(args: argparse.Namespace) -> int:
@@ -155,7 +157,7 @@ def cmd_keys_list(args: argparse.Namespace) -> int:
             print(f"{k.id}  {k.role:<8}  {k.prefix}…  {k.created_at.isoformat()}  {state}  {k.name or ''}")
         return 0
 
-    return asyncio.run(_with_db(settings, work, migrate_first=settings.auto_migrate))
+    return asyncio.run(_with_db(settings, work, migrate_first=settings.database.auto_migrate))
 
 
 def cmd_keys_revoke(args: argparse.Namespace) -> int:
@@ -186,7 +188,7 @@ def cmd_keys_revoke(args: argparse.Namespace) -> int:
         print(f"revoked {key_id}")
         return 0
 
-    return asyncio.run(_with_db(settings, work, migrate_first=settings.auto_migrate))
+    return asyncio.run(_with_db(settings, work, migrate_first=settings.database.auto_migrate))
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -197,7 +199,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     async def work(db: Any) -> int:
         return await run_demo(settings, db, turns=args.turns, budget=args.budget, keep=args.keep)
 
-    return asyncio.run(_with_db(settings, work, migrate_first=settings.auto_migrate))
+    return asyncio.run(_with_db(settings, work, migrate_first=settings.database.auto_migrate))
 
 
 class ProgressBar:
@@ -258,7 +260,7 @@ def cmd_jobs_run(args: argparse.Namespace) -> int:
             print(f"error: {result.error}", file=sys.stderr)
         return 0 if result.status == "succeeded" else 1
 
-    return asyncio.run(_with_db(settings, work, migrate_first=settings.auto_migrate))
+    return asyncio.run(_with_db(settings, work, migrate_first=settings.database.auto_migrate))
 
 
 def cmd_jobs_runs(args: argparse.Namespace) -> int:
@@ -278,7 +280,7 @@ def cmd_jobs_runs(args: argparse.Namespace) -> int:
             )
         return 0
 
-    return asyncio.run(_with_db(settings, work, migrate_first=settings.auto_migrate))
+    return asyncio.run(_with_db(settings, work, migrate_first=settings.database.auto_migrate))
 
 
 def cmd_scheduler(args: argparse.Namespace) -> int:
@@ -287,13 +289,13 @@ def cmd_scheduler(args: argparse.Namespace) -> int:
     from jobs.scheduler import run_scheduler
 
     settings = _settings(args)
-    logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(name)s %(message)s")
+    logging.basicConfig(level=settings.server.log_level.upper(), format="%(asctime)s %(name)s %(message)s")
 
     async def work(db: Any) -> int:
         await run_scheduler(db, settings)
         return 0
 
-    return asyncio.run(_with_db(settings, work, migrate_first=settings.auto_migrate))
+    return asyncio.run(_with_db(settings, work, migrate_first=settings.database.auto_migrate))
 
 
 def cmd_mcp(args: argparse.Namespace) -> int:

@@ -111,7 +111,7 @@ async def _remove(settings: Settings, db: Database, tenant: str, admin_secret: s
 
 async def _session(settings: Settings, db: Database, tenant: str, secret: str, *, turns: int, budget: int) -> int:
     app = create_app(settings, database=db)
-    count = build_tokenizer(settings.tokenizer, cache_dir=settings.resolved_tokenizer_cache_dir).count
+    count = build_tokenizer(settings.tokens.tokenizer, cache_dir=settings.resolved_tokenizer_cache_dir).count
     headers = {"Authorization": f"Bearer {secret}"}
     user = "demo-user"
     messages: list[dict[str, Any]] = []

@@ -251,7 +251,7 @@ def install_error_handlers(app: FastAPI) -> None:
         if not is_outage(exc):
             return await on_unexpected(request, exc)
         request.app.state.outage.failed(exc)
-        retry_after = request.app.state.settings.unavailable_retry_after_seconds
+        retry_after = request.app.state.settings.database.unavailable_retry_after_seconds
         err = Unavailable(f"the database is unreachable; nothing was changed: retry in {retry_after} s")
         return problem_response(503, err.body(request.url.path), {"Retry-After": str(retry_after)})
 

@@ -167,9 +167,9 @@ def protocol_class(settings: Settings) -> type[GuardedH11Protocol]:
         "CtxmemH11Protocol",
         (GuardedH11Protocol,),
         {
-            "header_timeout": settings.header_timeout_seconds,
-            "body_timeout": settings.body_timeout_seconds,
-            "max_head_bytes": settings.max_header_bytes,
+            "header_timeout": settings.server.header_timeout_seconds,
+            "body_timeout": settings.server.body_timeout_seconds,
+            "max_head_bytes": settings.server.max_header_bytes,
         },
     )
 
@@ -178,6 +178,6 @@ def uvicorn_options(settings: Settings) -> dict[str, Any]:
     """What ``ctxmem serve`` hands uvicorn besides the app, host and port."""
     return {
         "http": protocol_class(settings),
-        "h11_max_incomplete_event_size": settings.max_header_bytes,
+        "h11_max_incomplete_event_size": settings.server.max_header_bytes,
         "server_header": False,
     }

@@ -15,9 +15,9 @@ _FIX = "pass the next_cursor of the previous page unchanged, or leave cursor out
 
 def page_size(limit: int | None, settings: Settings) -> int:
     """The page size a listing asked for (``CTXMEM_DEFAULT_PAGE_SIZE`` if none), at most ``CTXMEM_MAX_PAGE_SIZE``."""
-    size = limit or settings.default_page_size
-    if size > settings.max_page_size:
-        raise ValidationFailed(f"limit must be at most {settings.max_page_size}")
+    size = limit or settings.limits.default_page_size
+    if size > settings.limits.max_page_size:
+        raise ValidationFailed(f"limit must be at most {settings.limits.max_page_size}")
     return size
 
 

@@ -1,13 +1,22 @@
-"""Runtime settings: one pydantic-settings class, every variable prefixed ``CTXMEM_``."""
+"""Runtime settings: one pydantic-settings class, every variable prefixed ``CTXMEM_``.
+
+The settings are grouped by concern (``settings.database.url``, ``settings.window.watermark``…); code reads
+them that one way. Operators keep the flat names they always had: ``CTXMEM_DATABASE_URL``,
+``CTXMEM_WINDOW_WATERMARK`` (``FLAT_NAMES`` maps each to its group), and the constructor and
+``Settings.replace`` take the same names as keywords (``Settings(database_url=…)``). The nested spelling
+(``CTXMEM_WINDOW__WATERMARK``, or a whole group as JSON in ``CTXMEM_WINDOW``) works too and wins over the
+flat one. A validation error names the variable (or keyword) that was set."""
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator, model_validator
+from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
 
 from schemas.jobs import JOB_NAMES
 from scoring.window_policy import SECTION_WEIGHTS, ValueModel
@@ -23,11 +32,15 @@ DEFAULT_SCOPE_TTL: dict[str, int] = {
 }
 
 
-class FourCSettings(BaseModel):
-    """Weights of the 4C score (scoring/fourc.py documents each and the calibration they hold).
-    Set one with e.g. ``CTXMEM_FOURC__COUNT_POINTS=30``."""
+class _Group(BaseModel):
+    """A group of settings: a misspelt field is an error, not a silently ignored value."""
 
     model_config = ConfigDict(extra="forbid")
+
+
+class FourCSettings(_Group):
+    """Weights of the 4C score (scoring/fourc.py documents each and the calibration they hold).
+    Set one with e.g. ``CTXMEM_FOURC__COUNT_POINTS=30``."""
 
     count_points: float = Field(30.0, ge=0)
     count_saturation_sessions: int = Field(6, ge=1)
@@ -50,13 +63,11 @@ class FourCSettings(BaseModel):
         return self
 
 
-class WindowValueSettings(BaseModel):
+class WindowValueSettings(_Group):
     """The window's value model (scoring/window_policy.py documents each number and why it has its shape).
     Set one with e.g. ``CTXMEM_WINDOW_VALUE__RELEVANCE_FLOOR=0.2`` or
     ``CTXMEM_WINDOW_VALUE__SECTION_WEIGHTS='{"background": 0.5}'`` (named sections only; the rest keep
     their defaults)."""
-
-    model_config = ConfigDict(extra="forbid")
 
     section_weights: dict[str, float] = Field(default_factory=dict)
     relevance_floor: float = Field(0.02, gt=0, le=1)
@@ -90,28 +101,14 @@ class WindowValueSettings(BaseModel):
         return ValueModel(section_weights={**SECTION_WEIGHTS, **self.section_weights}, **fields)
 
 
-class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="CTXMEM_", env_file=None, extra="ignore", env_nested_delimiter="__")
+class ServerSettings(_Group):
+    """The process: where it listens and keeps its files, how much it logs, how slow or large a request may be."""
 
-    # Empty → start (or attach to) an embedded PostgreSQL under ``data_dir/postgres``.
-    database_url: str = ""
-    data_dir: Path = Path(".ctxmem")
     host: str = "127.0.0.1"
     port: int = Field(8080, ge=1, le=65535)
-    # Apply migrations when the service starts. On for the embedded default; production runs
-    # ``ctxmem migrate`` as its own step and sets this to false.
-    auto_migrate: bool = True
-    db_pool_size: int = Field(10, ge=1, le=200)
-    db_max_overflow: int = Field(10, ge=0, le=500)
-    # A connection attempt gives up after this long (a server that does not answer at all); while the
-    # database is unreachable requests are answered 503 with Retry-After: unavailable_retry_after_seconds.
-    db_connect_timeout_seconds: float = Field(5.0, gt=0, le=120)
-    unavailable_retry_after_seconds: int = Field(2, ge=1, le=3600)
-
-    tokenizer: Literal["o200k_base", "cl100k_base", "estimate"] = "o200k_base"
-    # Where the offline BPE file is materialised; default ``data_dir/tiktoken``.
-    tokenizer_cache_dir: Path | None = None
-
+    # Embedded PostgreSQL (postgres/), embedded vector index (vectors/), tokenizer file (tiktoken/).
+    data_dir: Path = Path(".ctxmem")
+    log_level: Literal["debug", "info", "warning", "error"] = "info"
     # Limits (docs/design.md §4).
     max_body_bytes: int = Field(1024 * 1024, ge=1024)
     # Slow or oversized requests (service/http_server.py): a request's line and headers must arrive within
@@ -120,31 +117,99 @@ class Settings(BaseSettings):
     header_timeout_seconds: float = Field(10.0, gt=0, le=600)
     body_timeout_seconds: float = Field(60.0, gt=0, le=3600)
     max_header_bytes: int = Field(64 * 1024, ge=4096, le=16 * 1024 * 1024)
+
+
+class DatabaseSettings(_Group):
+    # Empty → start (or attach to) an embedded PostgreSQL under ``server.data_dir/postgres``.
+    url: str = ""
+    # Apply migrations when the service starts. On for the embedded default; production runs
+    # ``ctxmem migrate`` as its own step and sets this to false.
+    auto_migrate: bool = True
+    pool_size: int = Field(10, ge=1, le=200)
+    max_overflow: int = Field(10, ge=0, le=500)
+    # A connection attempt gives up after this long (a server that does not answer at all); while the
+    # database is unreachable requests are answered 503 with Retry-After: unavailable_retry_after_seconds.
+    connect_timeout_seconds: float = Field(5.0, gt=0, le=120)
+    unavailable_retry_after_seconds: int = Field(2, ge=1, le=3600)
+
+    @field_validator("url")
+    @classmethod
+    def _check_url(cls, value: str) -> str:
+        value = value.strip()
+        if value and not value.startswith(("postgresql://", "postgres://", "postgresql+asyncpg://")):
+            raise ValueError("CTXMEM_DATABASE_URL must be a postgresql:// URL (or empty for the embedded default)")
+        return value
+
+    @property
+    def embedded(self) -> bool:
+        return not self.url
+
+
+class TokensSettings(_Group):
+    tokenizer: Literal["o200k_base", "cl100k_base", "estimate"] = "o200k_base"
+    # Where the offline BPE file is materialised; default ``server.data_dir/tiktoken``.
+    cache_dir: Path | None = None
+
+
+class LimitsSettings(_Group):
+    """What one request may ask for (docs/design.md §4)."""
+
     max_content_chars: int = Field(32_000, ge=1)
     max_batch_items: int = Field(1_000, ge=1)
     max_page_size: int = Field(500, ge=1)
     default_page_size: int = Field(50, ge=1)
+
+    @model_validator(mode="after")
+    def _default_within_max(self) -> Self:
+        if self.default_page_size > self.max_page_size:
+            raise ValueError(
+                f"CTXMEM_DEFAULT_PAGE_SIZE ({self.default_page_size}) must not exceed CTXMEM_MAX_PAGE_SIZE "
+                f"({self.max_page_size})"
+            )
+        return self
+
+
+class RateLimitSettings(_Group):
     # Per API key (per client address without one), per process: sustained requests a second and the burst
     # above it; over it, 429 with Retry-After before any database work. 0 turns the limit off.
-    rate_limit_per_second: float = Field(200.0, ge=0)
-    rate_limit_burst: int = Field(400, ge=1)
+    per_second: float = Field(200.0, ge=0)
+    burst: int = Field(400, ge=1)
 
+
+class LifetimesSettings(_Group):
     # Lifetimes applied when a client sends no ``expires_at`` (seconds; the shorter of type and scope wins).
-    type_ttl_seconds: dict[str, int] = Field(default_factory=lambda: dict(DEFAULT_TYPE_TTL))
-    scope_ttl_seconds: dict[str, int] = Field(default_factory=lambda: dict(DEFAULT_SCOPE_TTL))
+    by_type_seconds: dict[str, int] = Field(default_factory=lambda: dict(DEFAULT_TYPE_TTL))
+    by_scope_seconds: dict[str, int] = Field(default_factory=lambda: dict(DEFAULT_SCOPE_TTL))
 
-    # Stored responses of idempotent requests are kept this long (hours).
-    idempotency_retention_hours: int = Field(24, ge=1)
+    @field_validator("by_type_seconds", "by_scope_seconds")
+    @classmethod
+    def _positive_ttls(cls, value: dict[str, int]) -> dict[str, int]:
+        for name, seconds in value.items():
+            if seconds <= 0:
+                raise ValueError(f"TTL for {name!r} must be a positive number of seconds")
+        return value
 
-    # Profiles (docs/design.md §3.3-3.4).
+
+class ProfilesSettings(_Group):
+    """Profiles (docs/design.md §3.3-3.4): when an entry becomes a candidate, is promoted, decays."""
+
     fourc: FourCSettings = Field(default_factory=FourCSettings)
     # A candidate whose score reaches this is promoted to long_term by the promotion job.
     long_term_threshold: float = Field(60.0, ge=0, le=100)
     # Independent sessions needed before an entry becomes a candidate.
     candidate_min_sessions: int = Field(2, ge=2)
+    # Silence (days without supporting evidence) before an entry decays one level. Overrides by domain,
+    # by dimension, or both as "domain.dimension" (most specific wins).
+    decay_days: int = Field(90, ge=1)
+    decay_days_overrides: dict[str, int] = Field(default_factory=dict)
+    # Each decay step multiplies the entry's score by this.
+    decay_score_factor: float = Field(0.5, ge=0, le=1)
 
-    # Scheduled jobs (docs/design.md §3.5). Schedules: "interval:<seconds>" or "cron:<5-field crontab, UTC>".
-    job_schedules: dict[str, str] = Field(
+
+class JobsSettings(_Group):
+    """Scheduled jobs (docs/design.md §3.5). Schedules: "interval:<seconds>" or "cron:<5-field crontab, UTC>"."""
+
+    schedules: dict[str, str] = Field(
         default_factory=lambda: {
             "expire": "interval:300",
             "promote": "interval:3600",
@@ -153,109 +218,19 @@ class Settings(BaseSettings):
         }
     )
     # Rows per transaction: a crashed run leaves whole batches behind, and a rerun picks up the rest.
-    job_batch_size: int = Field(5_000, ge=1, le=1_000_000)
-    # Silence (days without supporting evidence) before an entry decays one level. Overrides by domain,
-    # by dimension, or both as "domain.dimension" (most specific wins).
-    decay_days: int = Field(90, ge=1)
-    decay_days_overrides: dict[str, int] = Field(default_factory=dict)
-    # Each decay step multiplies the entry's score by this.
-    decay_score_factor: float = Field(0.5, ge=0, le=1)
-    # Retention: tombstoned items are hard-deleted after this many days; job runs are kept this long.
+    batch_size: int = Field(5_000, ge=1, le=1_000_000)
+    # Retention (the purge job): tombstoned items are hard-deleted after this many days; job runs are kept
+    # this long; stored responses of idempotent requests this many hours.
     purge_deleted_after_days: int = Field(30, ge=0)
-    job_run_retention_days: int = Field(90, ge=1)
+    run_retention_days: int = Field(90, ge=1)
+    idempotency_retention_hours: int = Field(24, ge=1)
 
-    # Vector recall (docs/design.md §3.8). Backends: "edge" (Qdrant's embedded engine under data_dir/vectors, the
-    # default without qdrant_url), "qdrant" (a server at qdrant_url: the default when it is set), "memory"
-    # (qdrant-client in memory: tests), "local" (qdrant-client's local mode: slow, a Python scan), "off".
-    vector_backend: Literal["edge", "qdrant", "memory", "local", "off"] = "edge"
-    qdrant_url: str | None = None
-    qdrant_api_key: str | None = None
-    # Embedders: "hashing" (dependency-free default), "minilm" (extra: local sentence model), "http"
-    # (an OpenAI-compatible /embeddings endpoint at embedding_url).
-    embedder: Literal["hashing", "minilm", "http"] = "hashing"
-    embedding_dim: int = Field(384, ge=8, le=8192)
-    embedding_url: str | None = None
-    embedding_model: str | None = None
-    embedding_api_key: str | None = None
-    # The outbox worker: rows per pass, idle poll interval, backoff cap; the window stops trusting the index
-    # (and says "degraded") when the oldest pending change is older than vector_max_lag_seconds.
-    outbox_batch_size: int = Field(256, ge=1, le=10_000)
-    outbox_poll_seconds: float = Field(0.2, gt=0)
-    outbox_max_backoff_seconds: float = Field(60.0, gt=0)
-    # A change that fails this many times on its own (the index and embedder working) is set aside.
-    outbox_max_attempts: int = Field(8, ge=1, le=1000)
-    vector_max_lag_seconds: float = Field(30.0, gt=0)
-    # The embedded index (edge) builds HNSW graphs in a child process once this many points were written
-    # since its last build and some user has this many points (a user's search is otherwise an exact scan
-    # of their points: ~0.3 ms a thousand); 0 never builds (service/vectors/qdrant_edge.py).
-    vector_build_threshold: int = Field(20_000, ge=0)
-    # Hybrid relevance: how the lexical and vector rankings are fused (scoring/relevance.py): "convex", a
-    # weighted sum of min-max normalised scores (the lexical ranking's weight; the vector's is 1 minus it),
-    # or "rrf", reciprocal-rank fusion with constant rrf_k; and how many candidates each ranking gives.
-    fusion: Literal["convex", "rrf"] = "convex"
-    # unset: the embedder's own (hashing 0.7, minilm and http 0.5)
-    fusion_lexical_weight: float | None = Field(None, ge=0, le=1)
-    rrf_k: int = Field(60, ge=1)
-    # Which rankings relevance fuses: both (the default), or one of them (for evaluation and fallback).
-    recall_mode: Literal["hybrid", "lexical", "vector"] = "hybrid"
-    recall_candidates: int = Field(100, ge=1, le=10_000)
-    # Relevance in context (scoring/relevance.py, in_context): a conversation turn (an episode with a
-    # session_id) gains this share of the relevance of the best of its neighbours up to context_reach turns
-    # away in the same session, halved per further turn; 0 turns it off.
-    context_share: float = Field(0.5, ge=0, le=1)
-    context_reach: int = Field(2, ge=0, le=10)
-    # ... for the neighbours of this many of the most relevant items (a window shows a few dozen; the
-    # neighbours of weaker hits gain too little to matter: LoCoMo 900 tokens 71.4 % with 32, 70.9 % with 100).
-    context_sources: int = Field(32, ge=1, le=1_000)
-    # Changes not yet in the lexical index are searched from their text, the newest this many per user.
-    lexical_pending_limit: int = Field(1_000, ge=0, le=100_000)
-    # The lexical ranking ranks by the query's terms that are expected in at most this many of the user's
-    # texts (service/windows/recall.py): what keeps it flat as a user's memory grows.
-    lexical_max_hits: int = Field(2_000, ge=1, le=1_000_000)
-    # Vector hits below this cosine similarity are not candidates; unset: the embedder's own threshold
-    # (hashing 0.15, minilm 0.2, http 0: unrelated texts still score a little above 0).
-    vector_min_score: float | None = Field(None, ge=-1, le=1)
-    # At most this many of the user's items outside the window's scopes (other sessions, tasks, stages)
-    # join a window because they are relevant to its query; 0 turns that off.
-    recall_limit: int = Field(8, ge=0, le=1_000)
-
-    # Windows (docs/design.md §3.6): with context_limit, the budget is min(limit - reserve, watermark x limit).
-    window_watermark: float = Field(0.6, gt=0, le=1)
-    # Per-process cache of what a window derives from a user's rows (service/windows/cache.py), checked
-    # against the database on every request. Bounded by entries (user x session/task/stage/step x domains)
-    # and by the item and profile rows they hold, about 3.5 KB of memory each; 0 turns it off.
-    window_cache_entries: int = Field(1_000, ge=0)
-    window_cache_rows: int = Field(10_000, ge=0)
-    # A window's candidates: the standing context (pinned types, this session's / task's items, the
-    # profile), the items retrieved for the query (recall_candidates per ranking), and the user's newest
-    # window_recent_items other items; the rest are counted as "not retrieved".
-    window_recent_items: int = Field(50, ge=0, le=10_000)
-    window_value: WindowValueSettings = Field(default_factory=WindowValueSettings)
-
-    log_level: Literal["debug", "info", "warning", "error"] = "info"
-
-    @field_validator("database_url")
-    @classmethod
-    def _check_url(cls, value: str) -> str:
-        value = value.strip()
-        if value and not value.startswith(("postgresql://", "postgres://", "postgresql+asyncpg://")):
-            raise ValueError("CTXMEM_DATABASE_URL must be a postgresql:// URL (or empty for the embedded default)")
-        return value
-
-    @field_validator("type_ttl_seconds", "scope_ttl_seconds")
-    @classmethod
-    def _positive_ttls(cls, value: dict[str, int]) -> dict[str, int]:
-        for name, seconds in value.items():
-            if seconds <= 0:
-                raise ValueError(f"TTL for {name!r} must be a positive number of seconds")
-        return value
-
-    @field_validator("job_schedules")
+    @field_validator("schedules")
     @classmethod
     def _schedules(cls, value: dict[str, str]) -> dict[str, str]:
         for name, spec in value.items():
             if name not in JOB_NAMES:
-                raise ValueError(f"unknown job {name!r} in job_schedules (jobs: {', '.join(JOB_NAMES)})")
+                raise ValueError(f"unknown job {name!r} (jobs: {', '.join(JOB_NAMES)})")
             kind, _, arg = spec.partition(":")
             if kind == "interval":
                 if not arg.isdigit() or int(arg) < 1:
@@ -267,30 +242,329 @@ class Settings(BaseSettings):
                 raise ValueError(f"{name}: schedule must be interval:<s>, cron:<expr> or off")
         return value
 
-    @model_validator(mode="after")
-    def _check_pages(self) -> Settings:
-        if self.default_page_size > self.max_page_size:
-            raise ValueError("default_page_size must not exceed max_page_size")
-        return self
+
+class VectorsSettings(_Group):
+    """Vector recall (docs/design.md §3.8): the index and the embedder."""
+
+    # "edge" (Qdrant's embedded engine under data_dir/vectors, the default without qdrant_url), "qdrant" (a
+    # server at qdrant_url: the default when it is set), "memory" (qdrant-client in memory: tests), "local"
+    # (qdrant-client's local mode: slow, a Python scan), "off".
+    backend: Literal["edge", "qdrant", "memory", "local", "off"] = "edge"
+    qdrant_url: str | None = None
+    qdrant_api_key: str | None = None
+    # The embedded index (edge) builds HNSW graphs in a child process once this many points were written
+    # since its last build and some user has this many points (a user's search is otherwise an exact scan
+    # of their points: ~0.3 ms a thousand); 0 never builds (service/vectors/qdrant_edge.py).
+    build_threshold: int = Field(20_000, ge=0)
+    # The window stops trusting the index (and says "degraded") when the oldest pending change is older.
+    max_lag_seconds: float = Field(30.0, gt=0)
+    # "hashing" (dependency-free default), "minilm" (extra: local sentence model), "http" (an
+    # OpenAI-compatible /embeddings endpoint at embedding_url).
+    embedder: Literal["hashing", "minilm", "http"] = "hashing"
+    embedding_dim: int = Field(384, ge=8, le=8192)
+    embedding_url: str | None = None
+    embedding_model: str | None = None
+    embedding_api_key: str | None = None
 
     @model_validator(mode="after")
-    def _server_when_url(self) -> Settings:
+    def _server_when_url(self) -> Self:
         # As with the database (docs/design.md §5): a Qdrant URL means the server, unless a backend is named.
-        if self.qdrant_url and "vector_backend" not in self.model_fields_set:
-            self.vector_backend = "qdrant"
+        if self.qdrant_url and "backend" not in self.model_fields_set:
+            self.backend = "qdrant"
         return self
 
-    @property
-    def embedded(self) -> bool:
-        return not self.database_url
+
+class OutboxSettings(_Group):
+    """The worker that carries changes to the vector and lexical indexes: rows per pass, idle poll interval,
+    backoff cap."""
+
+    batch_size: int = Field(256, ge=1, le=10_000)
+    poll_seconds: float = Field(0.2, gt=0)
+    max_backoff_seconds: float = Field(60.0, gt=0)
+    # A change that fails this many times on its own (the index and embedder working) is set aside.
+    max_attempts: int = Field(8, ge=1, le=1000)
+
+
+class RecallSettings(_Group):
+    """Which of the user's items a window considers, and how relevant each is (scoring/relevance.py)."""
+
+    # Which rankings relevance fuses: both (the default), or one of them (for evaluation and fallback).
+    mode: Literal["hybrid", "lexical", "vector"] = "hybrid"
+    candidates: int = Field(100, ge=1, le=10_000)
+    # At most this many of the user's items outside the window's scopes (other sessions, tasks, stages)
+    # join a window because they are relevant to its query; 0 turns that off.
+    limit: int = Field(8, ge=0, le=1_000)
+    # How the lexical and vector rankings are fused: "convex", a weighted sum of min-max normalised scores
+    # (the lexical ranking's weight; the vector's is 1 minus it), or "rrf", reciprocal-rank fusion with
+    # constant rrf_k.
+    fusion: Literal["convex", "rrf"] = "convex"
+    # unset: the embedder's own (hashing 0.7, minilm and http 0.5)
+    fusion_lexical_weight: float | None = Field(None, ge=0, le=1)
+    rrf_k: int = Field(60, ge=1)
+    # Vector hits below this cosine similarity are not candidates; unset: the embedder's own threshold
+    # (hashing 0.15, minilm 0.2, http 0: unrelated texts still score a little above 0).
+    vector_min_score: float | None = Field(None, ge=-1, le=1)
+    # Relevance in context (in_context): a conversation turn (an episode with a session_id) gains this share
+    # of the relevance of the best of its neighbours up to context_reach turns away in the same session,
+    # halved per further turn; 0 turns it off.
+    context_share: float = Field(0.5, ge=0, le=1)
+    context_reach: int = Field(2, ge=0, le=10)
+    # ... for the neighbours of this many of the most relevant items (a window shows a few dozen; the
+    # neighbours of weaker hits gain too little to matter: LoCoMo 900 tokens 71.4 % with 32, 70.9 % with 100).
+    context_sources: int = Field(32, ge=1, le=1_000)
+    # Changes not yet in the lexical index are searched from their text, the newest this many per user.
+    lexical_pending_limit: int = Field(1_000, ge=0, le=100_000)
+    # The lexical ranking ranks by the query's terms that are expected in at most this many of the user's
+    # texts (service/windows/repository.py): what keeps it flat as a user's memory grows.
+    lexical_max_hits: int = Field(2_000, ge=1, le=1_000_000)
+
+
+class WindowSettings(_Group):
+    """Windows (docs/design.md §3.6)."""
+
+    # With context_limit, the budget is min(limit - reserve, watermark x limit).
+    watermark: float = Field(0.6, gt=0, le=1)
+    # A window's candidates: the standing context (pinned types, this session's / task's items, the
+    # profile), the items retrieved for the query (recall.candidates per ranking), and the user's newest
+    # recent_items other items; the rest are counted as "not retrieved".
+    recent_items: int = Field(50, ge=0, le=10_000)
+    # Per-process cache of what a window derives from a user's rows (service/windows/cache.py), checked
+    # against the database on every request. Bounded by entries (user x session/task/stage/step x domains)
+    # and by the item and profile rows they hold, about 3.5 KB of memory each; 0 turns it off.
+    cache_entries: int = Field(1_000, ge=0)
+    cache_rows: int = Field(10_000, ge=0)
+    value: WindowValueSettings = Field(default_factory=WindowValueSettings)
+
+
+# The flat names every deployment has used (CTXMEM_<NAME> in the environment, <name> as a keyword of
+# Settings and Settings.replace) → where the setting lives now, "group.field".
+FLAT_NAMES: dict[str, str] = {
+    "host": "server.host",
+    "port": "server.port",
+    "data_dir": "server.data_dir",
+    "log_level": "server.log_level",
+    "max_body_bytes": "server.max_body_bytes",
+    "header_timeout_seconds": "server.header_timeout_seconds",
+    "body_timeout_seconds": "server.body_timeout_seconds",
+    "max_header_bytes": "server.max_header_bytes",
+    "database_url": "database.url",
+    "auto_migrate": "database.auto_migrate",
+    "db_pool_size": "database.pool_size",
+    "db_max_overflow": "database.max_overflow",
+    "db_connect_timeout_seconds": "database.connect_timeout_seconds",
+    "unavailable_retry_after_seconds": "database.unavailable_retry_after_seconds",
+    "tokenizer": "tokens.tokenizer",
+    "tokenizer_cache_dir": "tokens.cache_dir",
+    "max_content_chars": "limits.max_content_chars",
+    "max_batch_items": "limits.max_batch_items",
+    "max_page_size": "limits.max_page_size",
+    "default_page_size": "limits.default_page_size",
+    "rate_limit_per_second": "rate_limit.per_second",
+    "rate_limit_burst": "rate_limit.burst",
+    "type_ttl_seconds": "lifetimes.by_type_seconds",
+    "scope_ttl_seconds": "lifetimes.by_scope_seconds",
+    "fourc": "profiles.fourc",
+    "long_term_threshold": "profiles.long_term_threshold",
+    "candidate_min_sessions": "profiles.candidate_min_sessions",
+    "decay_days": "profiles.decay_days",
+    "decay_days_overrides": "profiles.decay_days_overrides",
+    "decay_score_factor": "profiles.decay_score_factor",
+    "job_schedules": "jobs.schedules",
+    "job_batch_size": "jobs.batch_size",
+    "purge_deleted_after_days": "jobs.purge_deleted_after_days",
+    "job_run_retention_days": "jobs.run_retention_days",
+    "idempotency_retention_hours": "jobs.idempotency_retention_hours",
+    "vector_backend": "vectors.backend",
+    "qdrant_url": "vectors.qdrant_url",
+    "qdrant_api_key": "vectors.qdrant_api_key",
+    "vector_build_threshold": "vectors.build_threshold",
+    "vector_max_lag_seconds": "vectors.max_lag_seconds",
+    "embedder": "vectors.embedder",
+    "embedding_dim": "vectors.embedding_dim",
+    "embedding_url": "vectors.embedding_url",
+    "embedding_model": "vectors.embedding_model",
+    "embedding_api_key": "vectors.embedding_api_key",
+    "outbox_batch_size": "outbox.batch_size",
+    "outbox_poll_seconds": "outbox.poll_seconds",
+    "outbox_max_backoff_seconds": "outbox.max_backoff_seconds",
+    "outbox_max_attempts": "outbox.max_attempts",
+    "recall_mode": "recall.mode",
+    "recall_candidates": "recall.candidates",
+    "recall_limit": "recall.limit",
+    "fusion": "recall.fusion",
+    "fusion_lexical_weight": "recall.fusion_lexical_weight",
+    "rrf_k": "recall.rrf_k",
+    "vector_min_score": "recall.vector_min_score",
+    "context_share": "recall.context_share",
+    "context_reach": "recall.context_reach",
+    "context_sources": "recall.context_sources",
+    "lexical_pending_limit": "recall.lexical_pending_limit",
+    "lexical_max_hits": "recall.lexical_max_hits",
+    "window_watermark": "window.watermark",
+    "window_recent_items": "window.recent_items",
+    "window_cache_entries": "window.cache_entries",
+    "window_cache_rows": "window.cache_rows",
+    "window_value": "window.value",
+}
+
+
+def group_and_field(flat: str) -> tuple[str, str]:
+    """Where the flat name ``flat`` lives: ``("window", "watermark")`` for ``window_watermark``."""
+    group, field = FLAT_NAMES[flat].split(".")
+    return group, field
+
+
+_FLAT_OF: dict[tuple[str, str], str] = {group_and_field(flat): flat for flat in FLAT_NAMES}
+
+
+class Settings(BaseSettings):
+    """Every setting, one group per concern; read ``settings.<group>.<field>``, set ``CTXMEM_<FLAT_NAME>``."""
+
+    model_config = SettingsConfigDict(env_prefix="CTXMEM_", env_file=None, extra="ignore", env_nested_delimiter="__")
+
+    server: ServerSettings = Field(default_factory=ServerSettings)
+    database: DatabaseSettings = Field(default_factory=DatabaseSettings)
+    tokens: TokensSettings = Field(default_factory=TokensSettings)
+    limits: LimitsSettings = Field(default_factory=LimitsSettings)
+    rate_limit: RateLimitSettings = Field(default_factory=RateLimitSettings)
+    lifetimes: LifetimesSettings = Field(default_factory=LifetimesSettings)
+    profiles: ProfilesSettings = Field(default_factory=ProfilesSettings)
+    jobs: JobsSettings = Field(default_factory=JobsSettings)
+    vectors: VectorsSettings = Field(default_factory=VectorsSettings)
+    outbox: OutboxSettings = Field(default_factory=OutboxSettings)
+    recall: RecallSettings = Field(default_factory=RecallSettings)
+    window: WindowSettings = Field(default_factory=WindowSettings)
+
+    def __init__(self, *args: Any, **values: Any) -> None:
+        try:
+            super().__init__(*args, **values)
+        except ValidationError as exc:
+            raise _naming_variables(exc, given=values) from None
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # Keywords first, then the nested spelling, then the flat names.
+        return init_settings, env_settings, _FlatEnvironment(settings_cls), dotenv_settings, file_secret_settings
+
+    @model_validator(mode="before")
+    @classmethod
+    def _flat_keywords(cls, data: Any) -> Any:
+        """``Settings(window_watermark=0.5)`` sets ``window.watermark``; a flat keyword wins over its group's."""
+        if not isinstance(data, Mapping) or not any(name in FLAT_NAMES for name in data):
+            return data
+        out = dict(data)
+        for name in [n for n in out if n in FLAT_NAMES]:
+            group, field = group_and_field(name)
+            out[group] = {**_as_dict(out.get(group)), field: out.pop(name)}
+        return out
+
+    def replace(self, **changes: Any) -> Self:
+        """A copy with ``changes`` (the flat names, or groups as dicts of their fields) applied and validated.
+        The environment is not read again."""
+        data = self.model_dump()
+        for name, value in changes.items():
+            data[name] = {**data[name], **value} if name in data and isinstance(value, Mapping) else value
+        try:
+            return self.model_validate(data)
+        except ValidationError as exc:
+            raise _naming_variables(exc, given=changes, environment={}) from None
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        # model_copy does not validate: a flat name would become a stray attribute that nothing reads.
+        unknown = sorted(set(update or {}) - set(type(self).model_fields))
+        if unknown:
+            raise TypeError(f"Settings.model_copy(update=...) got {unknown}; use settings.replace(...)")
+        return super().model_copy(update=update, deep=deep)
 
     @property
     def postgres_dir(self) -> Path:
-        return self.data_dir / "postgres"
+        return self.server.data_dir / "postgres"
 
     @property
     def resolved_tokenizer_cache_dir(self) -> Path:
-        return self.tokenizer_cache_dir or (self.data_dir / "tiktoken")
+        return self.tokens.cache_dir or (self.server.data_dir / "tiktoken")
+
+
+def _as_dict(value: Any) -> dict[str, Any]:
+    if isinstance(value, BaseModel):
+        return dict(value)
+    return dict(value) if isinstance(value, Mapping) else {}
+
+
+class _FlatEnvironment(PydanticBaseSettingsSource):
+    """Reads ``CTXMEM_<FLAT_NAME>`` exactly as the environment source read the flat fields they once were
+    (JSON for dicts and groups, ``__`` into the fields of a group) and files each value under its group."""
+
+    def __init__(self, settings_cls: type[BaseSettings]) -> None:
+        super().__init__(settings_cls)
+        self._env = EnvSettingsSource(_flat_model(settings_cls))
+
+    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:
+        raise NotImplementedError  # __call__ reads them all at once
+
+    def __call__(self) -> dict[str, Any]:
+        out: dict[str, dict[str, Any]] = {}
+        for name, value in self._env().items():
+            group, field = group_and_field(name)
+            out.setdefault(group, {})[field] = value
+        return out
+
+
+@lru_cache(maxsize=4)
+def _flat_model(settings_cls: type[BaseSettings]) -> type[BaseSettings]:
+    """A settings class with one field per flat name, typed like the field it stands for (never validated:
+    the environment source only needs the types to know what to decode)."""
+    fields: dict[str, Any] = {}
+    for name in FLAT_NAMES:
+        group, field = group_and_field(name)
+        group_model = settings_cls.model_fields[group].annotation
+        assert isinstance(group_model, type) and issubclass(group_model, BaseModel)
+        fields[name] = (group_model.model_fields[field].annotation, None)
+    model: type[BaseSettings] = create_model("FlatNames", __base__=BaseSettings, **fields)
+    model.model_config.update(settings_cls.model_config)
+    return model
+
+
+def _variable(loc: tuple[int | str, ...], given: Mapping[str, Any], environment: Mapping[str, str]) -> tuple[Any, ...]:
+    """What the operator set for the value at ``loc`` (a path into the groups), tried in the order the sources
+    win: a flat keyword, a group keyword, the nested variable, the flat variable."""
+    if not loc or loc[0] not in Settings.model_fields:
+        return loc
+    flat = _FLAT_OF.get((str(loc[0]), str(loc[1]))) if len(loc) > 1 else None
+    if flat in given:
+        return (flat, *loc[2:])
+    if loc[0] in given:
+        return loc
+    spellings = [(loc[:i], i) for i in range(len(loc), 0, -1)]
+    if flat is not None:
+        spellings += [((flat, *loc[2:i]), i) for i in range(len(loc), 1, -1)]
+    for parts, used in spellings:
+        key = "ctxmem_" + "__".join(str(p) for p in parts).lower()
+        if key in environment or any(k.startswith(key + "__") for k in environment):
+            return (key.upper(), *loc[used:])
+    return ("CTXMEM_" + flat.upper(), *loc[2:]) if flat is not None else loc
+
+
+def _naming_variables(
+    exc: ValidationError, *, given: Mapping[str, Any], environment: Mapping[str, str] | None = None
+) -> ValidationError:
+    """``exc`` with each error placed at the variable (or keyword) that was set rather than at its group path."""
+    env = {k.lower(): v for k, v in (os.environ if environment is None else environment).items()}
+    errors: list[Any] = [
+        {"type": e["type"], "loc": _variable(e["loc"], given, env), "input": e["input"], "ctx": e.get("ctx", {})}
+        for e in exc.errors()
+    ]
+    try:
+        return ValidationError.from_exception_data(exc.title, errors)
+    except (KeyError, TypeError, ValueError):  # an error type pydantic cannot rebuild: the original then
+        return exc
 
 
 @lru_cache(maxsize=1)

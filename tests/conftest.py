@@ -74,7 +74,7 @@ def settings(database_url: str, data_dir: Path) -> Settings:
 
 @pytest.fixture(scope="session")
 async def db(settings: Settings) -> AsyncIterator[Database]:
-    database = create_database(settings.database_url, settings)
+    database = create_database(settings.database.url, settings)
     await migrate.upgrade(database.engine)
     yield database
     await database.dispose()

@@ -34,15 +34,15 @@ def test_compose_runs_on_the_servers(monkeypatch: pytest.MonkeyPatch) -> None:
     for service in ("api", "scheduler", "migrate"):
         env = compose["services"][service]["environment"]
         s = _settings(env, monkeypatch)
-        assert not s.embedded, service  # PostgreSQL server
-        assert s.vector_backend == "qdrant" and s.qdrant_url == "http://qdrant:6333", service
-        assert s.auto_migrate is False, service
+        assert not s.database.embedded, service  # PostgreSQL server
+        assert s.vectors.backend == "qdrant" and s.vectors.qdrant_url == "http://qdrant:6333", service
+        assert s.database.auto_migrate is False, service
 
 
 def test_kubernetes_runs_on_the_servers(monkeypatch: pytest.MonkeyPatch) -> None:
     config = yaml.safe_load((DEPLOY / "k8s" / "configmap.yaml").read_text())["data"]
     secret = yaml.safe_load((DEPLOY / "k8s" / "secret.example.yaml").read_text())["stringData"]
     s = _settings({**config, **{k: v for k, v in secret.items() if k.startswith("CTXMEM_")}}, monkeypatch)
-    assert not s.embedded
-    assert s.vector_backend == "qdrant"
-    assert s.auto_migrate is False
+    assert not s.database.embedded
+    assert s.vectors.backend == "qdrant"
+    assert s.database.auto_migrate is False

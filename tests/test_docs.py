@@ -20,7 +20,7 @@ from pydantic import BaseModel
 
 from service.app import create_app
 from service.errors import ServiceError
-from service.settings import Settings
+from service.settings import FLAT_NAMES, Settings, group_and_field
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
@@ -179,17 +179,20 @@ GROUP = object()  # a nested settings group: documented as "see below", its fiel
 
 
 def _env_defaults() -> dict[str, Any]:
-    """CTXMEM_* variable → default, the nested groups both as a whole and field by field."""
+    """CTXMEM_* variable → default, for every flat name; the groups inside groups (4C weights, window
+    value model) both as a whole and field by field."""
     out: dict[str, Any] = {}
-    for name, field in Settings.model_fields.items():
-        default = field.get_default(call_default_factory=True)
-        var = f"CTXMEM_{name.upper()}"
-        if isinstance(default, BaseModel):
+    for flat in FLAT_NAMES:
+        group, field = group_and_field(flat)
+        default = Settings.model_fields[group].get_default(call_default_factory=True)
+        value = getattr(default, field)
+        var = f"CTXMEM_{flat.upper()}"
+        if isinstance(value, BaseModel):
             out[var] = GROUP
-            for sub, sub_field in type(default).model_fields.items():
+            for sub, sub_field in type(value).model_fields.items():
                 out[f"{var}__{sub.upper()}"] = sub_field.get_default(call_default_factory=True)
         else:
-            out[var] = default
+            out[var] = value
     return out
 
 

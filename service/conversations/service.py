@@ -193,7 +193,7 @@ async def write_episode(
     """History that left a window, kept as one episode item (its transcript, cut to the content limit), so
     it can be recalled later: of the session when there is one, else of the user."""
     text = history.transcript(messages)
-    limit = ctx.settings.max_content_chars
+    limit = ctx.settings.limits.max_content_chars
     if len(text) > limit:
         text = text[: limit - 40].rstrip() + " …[truncated]"
     item = ItemCreate(

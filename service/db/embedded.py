@@ -58,8 +58,8 @@ async def ensure_database(admin_uri: str, name: str) -> None:
 
 async def resolve_database_url(settings: Settings) -> tuple[str, Any]:
     """The URL to connect to, and the embedded server handle when one was started (else ``None``)."""
-    if not settings.embedded:
-        return settings.database_url, None
+    if not settings.database.embedded:
+        return settings.database.url, None
     server = await asyncio.to_thread(start_embedded, settings.postgres_dir)
     await ensure_database(server.get_uri(), DATABASE_NAME)
     return server.get_uri(DATABASE_NAME), server

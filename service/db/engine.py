@@ -41,12 +41,12 @@ class Database:
 def create_database(url: str, settings: Settings, *, embedded: Any = None) -> Database:
     engine = create_async_engine(
         async_url(url),
-        pool_size=settings.db_pool_size,
-        max_overflow=settings.db_max_overflow,
+        pool_size=settings.database.pool_size,
+        max_overflow=settings.database.max_overflow,
         pool_pre_ping=False,
         connect_args={
             "server_settings": {"application_name": "ctxmem"},
-            "timeout": settings.db_connect_timeout_seconds,
+            "timeout": settings.database.connect_timeout_seconds,
         },
     )
     factory = async_sessionmaker(engine, expire_on_commit=False, autoflush=False)

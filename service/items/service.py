@@ -78,29 +78,31 @@ def _check_items(ctx: RequestContext, *, items: Sequence[ItemCreate], batch: boo
     system authority, the embedding's dimension, the length of the content and its variants, and an
     ``observed_at`` not in the future (beyond the clock skew ``scoring.items.from_the_future`` allows)."""
     principal, settings = ctx.principal, ctx.settings
-    check_batch(len(items), limit=settings.max_batch_items, of="items")
+    check_batch(len(items), limit=settings.limits.max_batch_items, of="items")
     for i, item in enumerate(items):
         at = i if batch else None
         authority = item.authority or authority_for_source(item.source)
         if authority == "system" and not principal.can(Permission.WRITE_SYSTEM_AUTHORITY):
             where = f"items[{i}]: " if batch else ""
             raise Forbidden(f"{where}a {principal.role} key cannot write system authority", index=at)
-        if item.embedding is not None and len(item.embedding) != settings.embedding_dim:
+        if item.embedding is not None and len(item.embedding) != settings.vectors.embedding_dim:
             raise _fail(
-                f"embedding has {len(item.embedding)} dimensions; this service embeds in {settings.embedding_dim}", at
+                f"embedding has {len(item.embedding)} dimensions; this service embeds in "
+                f"{settings.vectors.embedding_dim}",
+                at,
             )
-        if len(item.content) > settings.max_content_chars:
+        if len(item.content) > settings.limits.max_content_chars:
             raise _fail(
-                f"content has {len(item.content):,} characters; at most {settings.max_content_chars:,} are accepted "
-                "(setting CTXMEM_MAX_CONTENT_CHARS): store a summary, or split it into several items",
+                f"content has {len(item.content):,} characters; at most {settings.limits.max_content_chars:,} are "
+                "accepted (setting CTXMEM_MAX_CONTENT_CHARS): store a summary, or split it into several items",
                 at,
             )
         for level in ("condensed", "summary"):
             variant = getattr(item.variants, level) if item.variants is not None else None
-            if variant is not None and len(variant) > settings.max_content_chars:
+            if variant is not None and len(variant) > settings.limits.max_content_chars:
                 raise _fail(
-                    f"variants.{level} has {len(variant):,} characters; at most {settings.max_content_chars:,} are "
-                    "accepted (setting CTXMEM_MAX_CONTENT_CHARS)",
+                    f"variants.{level} has {len(variant):,} characters; at most "
+                    f"{settings.limits.max_content_chars:,} are accepted (setting CTXMEM_MAX_CONTENT_CHARS)",
                     at,
                 )
         if from_the_future(item.observed_at, now=ctx.now):
@@ -132,8 +134,8 @@ def _new_row(ctx: RequestContext, *, user_id: str, item: ItemCreate, cost: int) 
         item_type=item.type,
         scope=item.scope,
         observed_at=observed_at,
-        type_ttl_seconds=settings.type_ttl_seconds,
-        scope_ttl_seconds=settings.scope_ttl_seconds,
+        type_ttl_seconds=settings.lifetimes.by_type_seconds,
+        scope_ttl_seconds=settings.lifetimes.by_scope_seconds,
     )
     return {
         "id": uuid7(),

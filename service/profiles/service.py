@@ -47,7 +47,7 @@ from service.users import service as users
 
 
 def weights(settings: Settings) -> FourCWeights:
-    return FourCWeights(**settings.fourc.model_dump())
+    return FourCWeights(**settings.profiles.fourc.model_dump())
 
 
 def identity(obs: ObservationCreate) -> tuple[str, str, str, str, str]:
@@ -112,7 +112,7 @@ def _check_observations(ctx: RequestContext, *, observations: Sequence[Observati
     """What the schema cannot check: the batch size (CTXMEM_MAX_BATCH_ITEMS) and an ``observed_at`` not in
     the future (``scoring.items.from_the_future``); in a batch the first bad observation is named."""
     settings = ctx.settings
-    check_batch(len(observations), limit=settings.max_batch_items, of="observations")
+    check_batch(len(observations), limit=settings.limits.max_batch_items, of="observations")
     for i, obs in enumerate(observations):
         if from_the_future(obs.observed_at, now=ctx.now):
             if batch:
@@ -222,7 +222,7 @@ def _add_evidence(
         return events
     before = _state(entry)
     state = EntryState(entry["tier"], entry["status"])
-    moved = transition(state, ev, scored, candidate_min_sessions=w.ctx.settings.candidate_min_sessions)
+    moved = transition(state, ev, scored, candidate_min_sessions=w.ctx.settings.profiles.candidate_min_sessions)
     entry["tier"], entry["status"] = moved.tier, moved.status
     standing = after_evidence(from_row(Standing, entry, confirmed=entry["confirmed_at"] is not None), ev)
     entry["explicit"] = standing.explicit
@@ -243,7 +243,7 @@ def _replay(
     """An entry that got evidence out of order: its tier, status and standing re-derived from all its
     evidence (``replay``), the jobs' changes to its ``start`` state kept unless the evidence overturns them
     (``with_job_changes``). Returns its event if its state moved."""
-    replayed = replay(evidence, candidate_min_sessions=w.ctx.settings.candidate_min_sessions)
+    replayed = replay(evidence, candidate_min_sessions=w.ctx.settings.profiles.candidate_min_sessions)
     stored = EntryState(start["tier"], start["status"])
     state = with_job_changes(replayed, stored, decayed_at=entry.get("decayed_at"))
     entry["tier"], entry["status"] = state.tier, state.status

@@ -51,33 +51,33 @@ def outbox_worker(
         db,
         index,
         embedder,
-        batch_size=settings.outbox_batch_size,
-        max_backoff=settings.outbox_max_backoff_seconds,
-        max_attempts=settings.outbox_max_attempts,
+        batch_size=settings.outbox.batch_size,
+        max_backoff=settings.outbox.max_backoff_seconds,
+        max_attempts=settings.outbox.max_attempts,
     )
 
 
 async def build_recall(db: Database, settings: Settings) -> VectorRecall | None:
     """From settings; ``None`` when vector recall is off."""
-    if settings.vector_backend == "off":
+    if settings.vectors.backend == "off":
         return None
     from service.vectors.embedders import build_embedder
     from service.vectors.factory import build_index
 
     embedder = build_embedder(
-        settings.embedder,
-        dim=settings.embedding_dim,
-        url=settings.embedding_url,
-        model=settings.embedding_model,
-        api_key=settings.embedding_api_key,
+        settings.vectors.embedder,
+        dim=settings.vectors.embedding_dim,
+        url=settings.vectors.embedding_url,
+        model=settings.vectors.embedding_model,
+        api_key=settings.vectors.embedding_api_key,
     )
     index = build_index(
-        settings.vector_backend,
-        dim=settings.embedding_dim,
-        data_dir=settings.data_dir,
-        url=settings.qdrant_url,
-        api_key=settings.qdrant_api_key,
-        build_threshold=settings.vector_build_threshold,
+        settings.vectors.backend,
+        dim=settings.vectors.embedding_dim,
+        data_dir=settings.server.data_dir,
+        url=settings.vectors.qdrant_url,
+        api_key=settings.vectors.qdrant_api_key,
+        build_threshold=settings.vectors.build_threshold,
     )
     await index.ensure_collection()
     return VectorRecall(index, embedder, outbox_worker(db, settings, index, embedder))

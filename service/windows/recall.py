@@ -33,9 +33,11 @@ async def vector_ranking(
     embedder or the index raise."""
     (vector,) = await recall.embedder.embed([query])
     hits = await recall.index.search(
-        vector, tenant_id=tenant_id, user_id=user_id, limit=settings.recall_candidates, statuses=list(ACTIVE_STATUSES)
+        vector, tenant_id=tenant_id, user_id=user_id, limit=settings.recall.candidates, statuses=list(ACTIVE_STATUSES)
     )
-    floor = settings.vector_min_score if settings.vector_min_score is not None else recall.embedder.min_score
+    floor = (
+        settings.recall.vector_min_score if settings.recall.vector_min_score is not None else recall.embedder.min_score
+    )
     return [(str(h.id), h.score) for h in hits if h.score >= floor]
 
 
@@ -63,10 +65,10 @@ async def relevance(
     mode: str | None = None,
     documents: int = 0,
 ) -> Relevance:
-    """The relevance of the user's items to ``query`` under ``mode`` (default: ``settings.recall_mode``).
+    """The relevance of the user's items to ``query`` under ``mode`` (default: ``settings.recall.mode``).
     ``vector`` mode falls back to the lexical ranking when the index cannot be used; ``hybrid`` then
     uses the lexical ranking alone; either way the warnings say ``degraded``."""
-    mode = mode or settings.recall_mode
+    mode = mode or settings.recall.mode
     use_vectors = mode in ("hybrid", "vector")
 
     async def vectors() -> list[tuple[str, float]] | Exception | None:
@@ -84,11 +86,11 @@ async def relevance(
             tenant_id=tenant_id,
             user_id=user_id,
             query=query,
-            limit=settings.recall_candidates,
+            limit=settings.recall.candidates,
             now=now,
-            pending=settings.lexical_pending_limit,
+            pending=settings.recall.lexical_pending_limit,
             documents=documents,
-            max_hits=settings.lexical_max_hits,
+            max_hits=settings.recall.lexical_max_hits,
         ),
         vectors(),
     )
@@ -97,7 +99,7 @@ async def relevance(
         problem = None
         if recall is None:
             problem = "vector recall is off"
-        elif waited > settings.vector_max_lag_seconds:
+        elif waited > settings.vectors.max_lag_seconds:
             behind = await lag(session, now=now)
             problem = f"the vector index is {behind.oldest_seconds:.0f}s behind ({behind.pending} changes queued)"
         elif isinstance(vec, Exception):
@@ -107,12 +109,12 @@ async def relevance(
     found = vec if isinstance(vec, list) and not warnings else None
     words = None if mode == "vector" and found is not None else lexical  # vector mode: the fallback only
     scores = normalised(fuse(words, found, settings, recall))
-    if settings.context_share > 0 and scores:
-        best = sorted(scores, key=lambda i: (-scores[i], i))[: settings.context_sources]
+    if settings.recall.context_share > 0 and scores:
+        best = sorted(scores, key=lambda i: (-scores[i], i))[: settings.recall.context_sources]
         links = await repository.conversation_neighbours(
-            session, tenant_id=tenant_id, user_id=user_id, ids=best, reach=settings.context_reach, now=now
+            session, tenant_id=tenant_id, user_id=user_id, ids=best, reach=settings.recall.context_reach, now=now
         )
-        scores = in_context(scores, links, share=settings.context_share)
+        scores = in_context(scores, links, share=settings.recall.context_share)
     return Relevance(scores, words, found, warnings)
 
 
@@ -122,11 +124,11 @@ def fuse(
     settings: Settings,
     recall: VectorRecall | None,
 ) -> dict[str, float]:
-    """The rankings fused as ``settings.fusion`` says (scoring/relevance.py): ``convex`` (default) or ``rrf``."""
-    if settings.fusion == "rrf":
-        return rrf([[i for i, _ in r] for r in (lexical, vector) if r is not None], k=settings.rrf_k)
+    """The rankings fused as ``settings.recall.fusion`` says (scoring/relevance.py): ``convex`` (default) or ``rrf``."""
+    if settings.recall.fusion == "rrf":
+        return rrf([[i for i, _ in r] for r in (lexical, vector) if r is not None], k=settings.recall.rrf_k)
     scored, floors, weights = [], [], []
-    w_lexical = settings.fusion_lexical_weight
+    w_lexical = settings.recall.fusion_lexical_weight
     if w_lexical is None:
         w_lexical = recall.embedder.lexical_weight if recall is not None else 0.5
     if lexical is not None:
@@ -135,7 +137,7 @@ def fuse(
         weights.append(w_lexical)
     if vector is not None:
         scored.append(vector)
-        floor = settings.vector_min_score
+        floor = settings.recall.vector_min_score
         floors.append(floor if floor is not None else (recall.embedder.min_score if recall is not None else 0.0))
         weights.append(1.0 - w_lexical)
     return convex(scored, floors=floors, weights=weights)

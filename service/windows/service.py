@@ -90,9 +90,9 @@ _MODELS: dict[str, ValueModel] = {}
 
 def value_model(settings: Settings) -> ValueModel:
     """The window's value model from the settings, built once per distinct configuration."""
-    key = settings.window_value.model_dump_json()
+    key = settings.window.value.model_dump_json()
     if key not in _MODELS:
-        _MODELS[key] = settings.window_value.model()
+        _MODELS[key] = settings.window.value.model()
     return _MODELS[key]
 
 
@@ -100,7 +100,7 @@ def budget_of(req: WindowRequest, settings: Settings) -> int:
     if req.max_tokens is not None:
         return req.max_tokens
     assert req.context_limit is not None
-    watermark = req.watermark if req.watermark is not None else settings.window_watermark
+    watermark = req.watermark if req.watermark is not None else settings.window.watermark
     return min(req.context_limit - req.reserve_tokens, int(watermark * req.context_limit))
 
 
@@ -386,7 +386,7 @@ async def _retrieve(
         ctx.session, selection=_selection(ctx, user_id, req), ids=others, now=ctx.now
     )
     elements, left_out, applicable = retrieved_elements(
-        rows, state, user_id=user_id, count=count, recall_limit=settings.recall_limit
+        rows, state, user_id=user_id, count=count, recall_limit=settings.recall.limit
     )
     return found, elements, left_out, applicable
 
@@ -408,8 +408,8 @@ async def _user_state(ctx: RequestContext, user_id: str, req: WindowRequest, cou
     from a fresh fetch (and cached, unless this transaction has written: see repository)."""
     settings = ctx.settings
     selection = _selection(ctx, user_id, req)
-    recent = settings.window_recent_items
-    use_cache = settings.window_cache_entries > 0 and settings.window_cache_rows > 0
+    recent = settings.window.recent_items
+    use_cache = settings.window.cache_entries > 0 and settings.window.cache_rows > 0
     # What selects the rows and what turns them into elements (the tokenizer counts profile lines).
     key = (selection, ctx.tokenizer.name, recent, id(value_model(settings)))
     clean = False
@@ -436,5 +436,5 @@ async def _user_state(ctx: RequestContext, user_id: str, req: WindowRequest, cou
         recent=recent,
     )
     if clean:
-        CACHE.put(key, state, max_entries=settings.window_cache_entries, max_rows=settings.window_cache_rows)
+        CACHE.put(key, state, max_entries=settings.window.cache_entries, max_rows=settings.window.cache_rows)
     return state

@@ -119,8 +119,8 @@ async def test_sql_decay_matches_the_python_step(
                 text("UPDATE profile_entry SET tier = :t, status = :s, score = 47.35 WHERE id = :i"),
                 {"t": tier, "s": status, "i": entry_id},
             )
-    custom = settings.model_copy(update={"decay_score_factor": factor})
-    result = await run("decay", db, custom, tenant, T0 + timedelta(days=custom.decay_days))
+    custom = settings.replace(decay_score_factor=factor)
+    result = await run("decay", db, custom, tenant, T0 + timedelta(days=custom.profiles.decay_days))
     decaying = [state for state in states if state[1] in DECAYING_STATUSES]
     assert result.rows == {"entries_decayed": len(decaying)} and len(decaying) == 6
     for state, entry_id in ids.items():
@@ -141,7 +141,7 @@ async def test_only_the_stale_domain_decays(
     assert (await entry(client, tenant, fin["id"]))["status"] == "weakened"
     assert (await entry(client, tenant, code["id"]))["status"] == "active"
     # per-domain periods: coding may stay silent for a year
-    custom = settings.model_copy(update={"decay_days_overrides": {"coding": 365, "finance.preference": 30}})
+    custom = settings.replace(decay_days_overrides={"coding": 365, "finance.preference": 30})
     await run("decay", db, custom, tenant, T0 + timedelta(days=200))
     assert (await entry(client, tenant, code["id"]))["status"] == "active"
 
@@ -242,8 +242,8 @@ async def test_sql_4c_matches_the_python_scorer(
         entries.append((await add(client, tenant, batch, user="parity"))[-1])
     now = T0 + timedelta(days=200)
     # Half of the candidates reach the threshold, so the threshold itself is tested too.
-    cut = settings.model_copy(update={"long_term_threshold": 0.0, **changes})
-    weights = FourCWeights(**cut.fourc.model_dump())
+    cut = settings.replace(long_term_threshold=0.0, **changes)
+    weights = FourCWeights(**cut.profiles.fourc.model_dump())
     scored = {}
     async with db.engine.connect() as conn:
         for e in entries:
@@ -271,13 +271,13 @@ async def test_sql_4c_matches_the_python_scorer(
             )
     candidates = [e for e in entries if (e["tier"], e["status"]) == ("candidate", "active")]
     threshold = sorted(scored[e["id"]].score for e in candidates)[len(candidates) // 2]
-    cut = cut.model_copy(update={"long_term_threshold": threshold})
+    cut = cut.replace(long_term_threshold=threshold)
     result = await run("promote", db, cut, tenant, now)
 
     expected = {
         e["id"]
         for e in candidates
-        if promotable(scored[e["id"]], threshold=threshold, min_sessions=cut.candidate_min_sessions)
+        if promotable(scored[e["id"]], threshold=threshold, min_sessions=cut.profiles.candidate_min_sessions)
     }
     promoted = set()
     async with db.engine.connect() as conn:
@@ -303,6 +303,6 @@ async def test_sql_4c_matches_the_python_scorer(
     assert any(scored[e["id"]].score < threshold for e in candidates)
     if changes:
         assert any(
-            scored[e["id"]].score >= threshold and scored[e["id"]].sessions < cut.candidate_min_sessions
+            scored[e["id"]].score >= threshold and scored[e["id"]].sessions < cut.profiles.candidate_min_sessions
             for e in candidates
         )

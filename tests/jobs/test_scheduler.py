@@ -22,7 +22,7 @@ T = datetime(1990, 1, 1, tzinfo=UTC)
 @pytest.fixture
 async def replicas(settings: Settings) -> AsyncIterator[list[Database]]:
     """Two scheduler replicas: each its own engine, so its own connections and advisory-lock sessions."""
-    dbs = [create_database(settings.database_url, settings) for _ in range(2)]
+    dbs = [create_database(settings.database.url, settings) for _ in range(2)]
     yield dbs
     for d in dbs:
         await d.dispose()
@@ -67,9 +67,7 @@ def test_ticks_are_the_same_on_every_replica() -> None:
 
 
 async def test_schedules_become_clock_aligned_triggers(db: Database, settings: Settings) -> None:
-    custom = settings.model_copy(
-        update={"job_schedules": {"expire": "interval:300", "decay": "cron:15 3 * * *", "purge": "off"}}
-    )
+    custom = settings.replace(job_schedules={"expire": "interval:300", "decay": "cron:15 3 * * *", "purge": "off"})
     clock = FixedClock(T)
     scheduler = build_scheduler(db, custom, clock=clock)
     jobs = {j.id: j for j in scheduler.get_jobs()}

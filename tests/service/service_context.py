@@ -34,7 +34,7 @@ async def service_context(
     db: Database = app.state.db
     settings: Settings = app.state.settings
     if settings_changes:
-        settings = settings.model_copy(update=settings_changes)
+        settings = settings.replace(**settings_changes)
     async with session_scope(db) as session:
         principal = await authenticate(session, key["Authorization"])
         yield RequestContext(session, principal, settings, app.state.tokenizer, now or Clock().now(), vectors)

@@ -64,7 +64,7 @@ def test_the_state_a_request_needs_is_set_at_creation(app: FastAPI, settings: Se
 
 
 async def test_an_oversized_body_is_refused_before_its_keys_are_checked(app: FastAPI, settings: Settings) -> None:
-    body = b'{"a": 1, "a": 2, "pad": "' + b"x" * settings.max_body_bytes + b'"}'
+    body = b'{"a": 1, "a": 2, "pad": "' + b"x" * settings.server.max_body_bytes + b'"}'
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as client:
         r = await client.post("/v1/users/u/items", content=body, headers={"content-type": "application/json"})
     assert r.status_code == 413

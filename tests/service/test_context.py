@@ -19,7 +19,7 @@ def test_a_context_is_frozen_and_vectors_default_to_off(settings: Settings) -> N
     principal = Principal(tenant_id="t", key_id=uuid.uuid4(), role="agent")
     session: Any = object()  # the context only carries the session; nothing here touches it
     now = datetime(2026, 9, 1, tzinfo=UTC)
-    tokenizer = build_tokenizer(settings.tokenizer, cache_dir=settings.resolved_tokenizer_cache_dir)
+    tokenizer = build_tokenizer(settings.tokens.tokenizer, cache_dir=settings.resolved_tokenizer_cache_dir)
     ctx = RequestContext(session, principal, settings, tokenizer, now)
     assert ctx.vectors is None  # the window then ranks by PostgreSQL alone
     assert (ctx.principal, ctx.now, ctx.session) == (principal, now, session)

@@ -49,7 +49,7 @@ async def client(db: Database, settings: Settings, scratch: str) -> AsyncIterato
     app.state.db = db
     app.state.settings = settings
     app.state.clock = FixedClock(AT)
-    app.state.tokenizer = build_tokenizer(settings.tokenizer, cache_dir=settings.resolved_tokenizer_cache_dir)
+    app.state.tokenizer = build_tokenizer(settings.tokens.tokenizer, cache_dir=settings.resolved_tokenizer_cache_dir)
     install_error_handlers(app)
 
     @app.post("/write/{value}")

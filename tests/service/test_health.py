@@ -27,8 +27,8 @@ async def test_readyz_not_ready_when_database_unreachable(settings) -> None:  # 
     from service.app import create_app
     from service.db.engine import create_database
 
-    broken = settings.model_copy(update={"database_url": "postgresql://nobody@127.0.0.1:1/none"})
-    db = create_database(broken.database_url, broken)
+    broken = settings.replace(database_url="postgresql://nobody@127.0.0.1:1/none")
+    db = create_database(broken.database.url, broken)
     app = create_app(broken, database=db)
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as c:
         r = await c.get("/readyz")

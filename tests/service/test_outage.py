@@ -57,7 +57,7 @@ async def killable() -> AsyncIterator[Killable]:
         vector_backend="off",
         db_connect_timeout_seconds=2,
     )
-    db = create_database(settings.database_url, settings)
+    db = create_database(settings.database.url, settings)
     await migrate.upgrade(db.engine)
     try:
         yield Killable(server, db, settings)

@@ -18,7 +18,7 @@ T0 = datetime(2026, 12, 1, tzinfo=UTC)
 
 
 def limited(settings: Settings) -> Settings:
-    return settings.model_copy(update={"rate_limit_per_second": 0.5, "rate_limit_burst": 3})
+    return settings.replace(rate_limit_per_second=0.5, rate_limit_burst=3)
 
 
 async def test_over_the_limit_is_429_per_key_until_the_bucket_refills(
@@ -53,8 +53,8 @@ async def test_over_the_limit_is_429_per_key_until_the_bucket_refills(
 async def test_the_limit_is_checked_before_any_database_work(settings: Settings) -> None:
     # A database nobody listens on: what gets through the limit meets the outage (503), what does not is
     # refused by the limit without trying it (429).
-    dead = limited(settings).model_copy(update={"database_url": "postgresql://ctxmem@127.0.0.1:9/nothing"})
-    db = create_database(dead.database_url, dead)
+    dead = limited(settings).replace(database_url="postgresql://ctxmem@127.0.0.1:9/nothing")
+    db = create_database(dead.database.url, dead)
     app = create_app(dead, database=db, clock=FixedClock(T0))
     try:
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://ctxmem.test") as c:
@@ -68,7 +68,7 @@ async def test_the_limit_is_checked_before_any_database_work(settings: Settings)
 
 
 async def test_zero_turns_the_limit_off(settings: Settings, db: Database, tenant: TenantKeys) -> None:
-    off = settings.model_copy(update={"rate_limit_per_second": 0.0, "rate_limit_burst": 1})
+    off = settings.replace(rate_limit_per_second=0.0, rate_limit_burst=1)
     app = create_app(off, database=db, clock=FixedClock(T0))
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://ctxmem.test") as client:
         for _ in range(5):

@@ -24,7 +24,7 @@ BODY_TIMEOUT = 0.5
 
 @pytest.fixture
 async def live(app: FastAPI, settings: Settings) -> AsyncIterator[tuple[str, int]]:
-    tight = settings.model_copy(update={"header_timeout_seconds": HEADER_TIMEOUT, "body_timeout_seconds": BODY_TIMEOUT})
+    tight = settings.replace(header_timeout_seconds=HEADER_TIMEOUT, body_timeout_seconds=BODY_TIMEOUT)
     config = uvicorn.Config(
         app, host="127.0.0.1", port=0, lifespan="off", log_level="warning", **uvicorn_options(tight)
     )

@@ -45,5 +45,5 @@ async def test_ensure_database_is_safe_when_raced(server_url: str, probe_name: s
 
 
 async def test_a_configured_url_is_used_as_is_and_nothing_is_started(settings: Settings) -> None:
-    assert not settings.embedded
-    assert await resolve_database_url(settings) == (settings.database_url, None)
+    assert not settings.database.embedded
+    assert await resolve_database_url(settings) == (settings.database.url, None)

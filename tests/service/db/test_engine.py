@@ -33,8 +33,8 @@ def test_url_forms_keep_everything_but_the_driver(url: str, asyncpg_form: str, l
 
 
 async def test_the_engine_has_the_settings_pool_and_names_itself(settings: Settings) -> None:
-    tuned = settings.model_copy(update={"db_pool_size": 3, "db_max_overflow": 1})
-    database = create_database(settings.database_url, tuned)
+    tuned = settings.replace(db_pool_size=3, db_max_overflow=1)
+    database = create_database(settings.database.url, tuned)
     try:
         assert database.engine.pool.size() == 3  # type: ignore[attr-defined]
         async with database.engine.connect() as conn:

@@ -14,8 +14,8 @@ from service.settings import Settings
 
 @pytest.fixture
 async def broken_client(settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
-    broken = settings.model_copy(update={"database_url": "postgresql://nobody@127.0.0.1:1/none"})
-    db = create_database(broken.database_url, broken)
+    broken = settings.replace(database_url="postgresql://nobody@127.0.0.1:1/none")
+    db = create_database(broken.database.url, broken)
     app = create_app(broken, database=db)
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as c:
         yield c

@@ -18,7 +18,7 @@ HEAD = migrate.head_revision()
 
 
 def tokenizer(settings: Settings) -> Tokenizer:
-    return build_tokenizer(settings.tokenizer, cache_dir=settings.resolved_tokenizer_cache_dir)
+    return build_tokenizer(settings.tokens.tokenizer, cache_dir=settings.resolved_tokenizer_cache_dir)
 
 
 def gauges() -> OutboxGauges:
@@ -79,8 +79,8 @@ async def test_ready_when_the_database_is_ahead_of_this_code(db: Database, setti
 
 
 async def test_unreachable_database_is_not_ready_and_says_why(settings: Settings) -> None:
-    broken = settings.model_copy(update={"database_url": "postgresql://nobody@127.0.0.1:1/none"})
-    db = create_database(broken.database_url, broken)
+    broken = settings.replace(database_url="postgresql://nobody@127.0.0.1:1/none")
+    db = create_database(broken.database.url, broken)
     try:
         result = await readiness(
             db=db,

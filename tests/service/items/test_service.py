@@ -120,7 +120,7 @@ async def test_content_over_the_setting_names_its_length(app: FastAPI, tenant: T
 
 
 async def test_an_embedding_of_the_wrong_dimension_is_refused(app: FastAPI, tenant: TenantKeys) -> None:
-    dim = app.state.settings.embedding_dim
+    dim = app.state.settings.vectors.embedding_dim
     err = await refused(app, tenant.agent, ValidationFailed, items=[item(embedding=[0.1] * (dim + 1))], batch=False)
     assert err.detail == f"embedding has {dim + 1} dimensions; this service embeds in {dim}"
 

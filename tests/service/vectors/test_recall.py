@@ -26,22 +26,20 @@ def test_the_gauges_show_the_last_lag_they_were_given() -> None:
 
 
 def test_the_worker_takes_the_settings_limits(db: Database, settings: Settings) -> None:
-    tuned = settings.model_copy(
-        update={"outbox_batch_size": 17, "outbox_max_backoff_seconds": 9.0, "outbox_max_attempts": 3}
-    )
+    tuned = settings.replace(outbox_batch_size=17, outbox_max_backoff_seconds=9.0, outbox_max_attempts=3)
     worker = outbox_worker(db, tuned)
     assert (worker.batch_size, worker.max_backoff, worker.max_attempts) == (17, 9.0, 3)
     assert worker.index is None and worker.embedder is None  # recall off: the lexical index alone
 
 
 async def test_no_bundle_when_vector_recall_is_off(db: Database, settings: Settings) -> None:
-    assert await build_recall(db, settings.model_copy(update={"vector_backend": "off"})) is None
+    assert await build_recall(db, settings.replace(vector_backend="off")) is None
 
 
 async def test_the_bundle_has_the_backend_and_embedder_of_the_settings(
     db: Database, settings: Settings, tmp_path: Path
 ) -> None:
-    chosen = settings.model_copy(update={"vector_backend": "memory", "embedding_dim": 32, "data_dir": tmp_path})
+    chosen = settings.replace(vector_backend="memory", embedding_dim=32, data_dir=tmp_path)
     recall = await build_recall(db, chosen)
     assert recall is not None
     try:
@@ -49,7 +47,7 @@ async def test_the_bundle_has_the_backend_and_embedder_of_the_settings(
         assert recall.index.dim == recall.embedder.dim == 32
         assert await recall.index.count() == 0  # the collection exists: it was ensured
         assert recall.worker.index is recall.index and recall.worker.embedder is recall.embedder
-        assert recall.worker.batch_size == chosen.outbox_batch_size
+        assert recall.worker.batch_size == chosen.outbox.batch_size
     finally:
         await recall.index.close()
         await recall.embedder.close()

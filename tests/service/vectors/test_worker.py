@@ -84,12 +84,12 @@ async def outbox_state(db: Database, tenant_id: str) -> tuple[int, int, str | No
 async def test_index_outage_loses_nothing(
     client: httpx.AsyncClient, tenant: TenantKeys, db: Database, settings: Settings, tmp_path: Path
 ) -> None:
-    index = QdrantEdgeIndex(tmp_path / "vectors", dim=settings.embedding_dim)
+    index = QdrantEdgeIndex(tmp_path / "vectors", dim=settings.vectors.embedding_dim)
     await index.ensure_collection()
 
     clock = FixedClock(Clock().now())
     worker = OutboxWorker(
-        db, index, HashingEmbedder(dim=settings.embedding_dim), batch_size=1000, max_backoff=2, clock=clock
+        db, index, HashingEmbedder(dim=settings.vectors.embedding_dim), batch_size=1000, max_backoff=2, clock=clock
     )
     await worker.drain()  # catch up with everything written so far
     await index.close()  # the index goes down
@@ -103,7 +103,7 @@ async def test_index_outage_loses_nothing(
     assert await worker.drain_once() == -1  # the batch fails and is kept, with backoff
     count, attempts, error = await outbox_state(db, tenant.tenant_id)
     assert count == 7 and attempts == 1 and error
-    index = QdrantEdgeIndex(tmp_path / "vectors", dim=settings.embedding_dim)  # back up
+    index = QdrantEdgeIndex(tmp_path / "vectors", dim=settings.vectors.embedding_dim)  # back up
     await index.ensure_collection()
     worker.index = index
     clock.at += timedelta(seconds=0.9)  # the first retry is due after one second (scoring.backoff): not yet
@@ -121,7 +121,7 @@ async def test_client_embedding_dimension_is_checked(
 ) -> None:
     ok = await client.post(
         "/v1/users/e/items",
-        json={"type": "fact", "content": "own vector", "embedding": [0.1] * settings.embedding_dim},
+        json={"type": "fact", "content": "own vector", "embedding": [0.1] * settings.vectors.embedding_dim},
         headers=tenant.agent,
     )
     assert ok.status_code == 201
@@ -242,9 +242,9 @@ class PickyEmbedder(HashingEmbedder):
 async def test_a_change_that_fails_alone_is_set_aside_not_blocking_the_rest(
     client: httpx.AsyncClient, tenant: TenantKeys, db: Database, settings: Settings, tmp_path: Path
 ) -> None:
-    index = QdrantEdgeIndex(tmp_path / "picky", dim=settings.embedding_dim)
+    index = QdrantEdgeIndex(tmp_path / "picky", dim=settings.vectors.embedding_dim)
     await index.ensure_collection()
-    embedder = PickyEmbedder(settings.embedding_dim)
+    embedder = PickyEmbedder(settings.vectors.embedding_dim)
     clock = FixedClock(Clock().now())
     worker = OutboxWorker(db, index, embedder, batch_size=1000, max_backoff=1, max_attempts=3, clock=clock)
     await worker.drain()  # catch up with what other tests queued
@@ -291,11 +291,11 @@ async def test_a_change_that_fails_alone_is_set_aside_not_blocking_the_rest(
 async def test_an_outage_never_sets_changes_aside(
     client: httpx.AsyncClient, tenant: TenantKeys, db: Database, settings: Settings, tmp_path: Path
 ) -> None:
-    index = QdrantEdgeIndex(tmp_path / "down", dim=settings.embedding_dim)
+    index = QdrantEdgeIndex(tmp_path / "down", dim=settings.vectors.embedding_dim)
     await index.ensure_collection()
     clock = FixedClock(Clock().now())
-    worker = OutboxWorker(db, index, HashingEmbedder(dim=settings.embedding_dim), batch_size=1000, max_backoff=1,
-                          max_attempts=1, clock=clock)  # fmt: skip
+    worker = OutboxWorker(db, index, HashingEmbedder(dim=settings.vectors.embedding_dim), batch_size=1000,
+                          max_backoff=1, max_attempts=1, clock=clock)  # fmt: skip
     await worker.drain()
     await index.close()
     await client.post("/v1/users/y/items", json={"type": "fact", "content": "while down"}, headers=tenant.agent)
@@ -317,9 +317,11 @@ async def test_drain_leaves_a_large_users_graphs_built(
 ) -> None:
     # A threshold of 300 points, and graphs for any user above 1 KB of vectors (a few points of 384-d).
     params = BuildParams(full_scan_kb=1, threads=1)
-    index = QdrantEdgeIndex(tmp_path / "vectors", dim=settings.embedding_dim, build_threshold=300, build_params=params)
+    index = QdrantEdgeIndex(
+        tmp_path / "vectors", dim=settings.vectors.embedding_dim, build_threshold=300, build_params=params
+    )
     await index.ensure_collection()
-    worker = OutboxWorker(db, index, HashingEmbedder(dim=settings.embedding_dim), batch_size=100, max_backoff=2)
+    worker = OutboxWorker(db, index, HashingEmbedder(dim=settings.vectors.embedding_dim), batch_size=100, max_backoff=2)
     try:
         await worker.drain()  # catch up with everything written so far
         builds = index.builds

@@ -26,7 +26,7 @@ def ranked(scores: dict[str, float]) -> list[str]:
 
 
 def test_rrf_puts_what_both_rankings_found_first(settings: Settings) -> None:
-    rrf = settings.model_copy(update={"fusion": "rrf", "rrf_k": 60})
+    rrf = settings.replace(fusion="rrf", rrf_k=60)
     scores = fuse(LEXICAL, VECTOR, rrf, None)
     assert set(ranked(scores)[:2]) == {"a", "c"}
     assert set(scores) == {"a", "b", "c", "d"}
@@ -34,16 +34,14 @@ def test_rrf_puts_what_both_rankings_found_first(settings: Settings) -> None:
 
 
 def test_convex_fusion_follows_the_weight(settings: Settings) -> None:
-    only_words = settings.model_copy(update={"fusion": "convex", "fusion_lexical_weight": 1.0, "vector_min_score": 0.0})
-    only_vectors = settings.model_copy(
-        update={"fusion": "convex", "fusion_lexical_weight": 0.0, "vector_min_score": 0.0}
-    )
+    only_words = settings.replace(fusion="convex", fusion_lexical_weight=1.0, vector_min_score=0.0)
+    only_vectors = settings.replace(fusion="convex", fusion_lexical_weight=0.0, vector_min_score=0.0)
     assert ranked(fuse(LEXICAL, VECTOR, only_words, None))[:3] == ["a", "b", "c"]
     assert ranked(fuse(LEXICAL, VECTOR, only_vectors, None))[:3] == ["c", "d", "a"]
 
 
 def test_one_ranking_alone_is_that_ranking(settings: Settings) -> None:
-    convex = settings.model_copy(update={"fusion": "convex", "fusion_lexical_weight": 0.5})
+    convex = settings.replace(fusion="convex", fusion_lexical_weight=0.5)
     assert ranked(fuse(LEXICAL, None, convex, None)) == ["a", "b", "c"]
     assert fuse(None, None, convex, None) == {}
 
@@ -102,8 +100,8 @@ async def test_relevance_is_in_zero_one_with_the_best_at_one(
     assert result.lexical is not None and result.vector is not None
     floor = (
         vectors.embedder.min_score
-        if app.state.settings.vector_min_score is None
-        else app.state.settings.vector_min_score
+        if app.state.settings.recall.vector_min_score is None
+        else app.state.settings.recall.vector_min_score
     )
     assert all(score >= floor for _, score in ranking)
     assert [s for _, s in ranking] == sorted((s for _, s in ranking), reverse=True)

@@ -41,17 +41,15 @@ def test_a_context_limit_gives_the_smaller_of_room_and_watermark(
     reserve = data.draw(st.integers(0, limit - 1))
     watermark = data.draw(st.none() | st.floats(0.01, 1.0))
     budget = budget_of(req(context_limit=limit, reserve_tokens=reserve, watermark=watermark), settings)
-    share = watermark if watermark is not None else settings.window_watermark
+    share = watermark if watermark is not None else settings.window.watermark
     assert budget == min(limit - reserve, int(share * limit))
     assert budget <= limit - reserve
 
 
 def test_the_value_model_is_built_once_per_configuration(settings: Settings) -> None:
     assert value_model(settings) is value_model(settings.model_copy())
-    floor = settings.window_value.relevance_floor
-    other = settings.model_copy(
-        update={"window_value": settings.window_value.model_copy(update={"relevance_floor": floor / 2})}
-    )
+    floor = settings.window.value.relevance_floor
+    other = settings.replace(window_value=settings.window.value.model_copy(update={"relevance_floor": floor / 2}))
     assert value_model(other) is not value_model(settings)  # another configuration, another model
 
 

@@ -44,7 +44,7 @@ class Windows:
     tenant: TenantKeys
 
     async def build(self, body: dict[str, Any], *, cache: bool, now: datetime) -> bytes:
-        settings = self.settings if cache else self.settings.model_copy(update={"window_cache_entries": 0})
+        settings = self.settings if cache else self.settings.replace(window_cache_entries=0)
         principal = Principal(tenant_id=self.tenant.tenant_id, key_id=uuid.uuid4(), role="agent")
         async with self.db.sessionmaker() as session:
             ctx = RequestContext(session, principal, settings, self.app.state.tokenizer, now)

@@ -82,7 +82,7 @@ async def test_a_user_with_100k_items_costs_a_window_a_bounded_set_of_rows(
     assert "Never page the on-call at night." in w["text"]  # pinned, standing
     considered = len(got) + len(w["omitted"])
     # the standing rows (one constraint), the newest few, and what the two rankings retrieved
-    assert considered <= 2 + settings.window_recent_items + 2 * settings.recall_candidates, considered
+    assert considered <= 2 + settings.window.recent_items + 2 * settings.recall.candidates, considered
     assert w["not_retrieved"] >= 100_002 - considered
     assert w["tokens"]["used"] <= 2000
 
@@ -90,7 +90,7 @@ async def test_a_user_with_100k_items_costs_a_window_a_bounded_set_of_rows(
     async with db.sessionmaker() as s:
         driver = await driver_connection(s)
         await driver.execute("ANALYZE context_item")
-        args = (tenant.tenant_id, "big", "s1", "", "", "", None, settings.window_recent_items)
+        args = (tenant.tenant_id, "big", "s1", "", "", "", None, settings.window.recent_items)
         plan = "\n".join(r[0] for r in await driver.fetch("EXPLAIN " + repository._ITEMS_SQL, *args))
     assert "ix_context_item_standing" in plan and "ix_context_item_scoped" in plan, plan
 
@@ -100,7 +100,7 @@ async def test_a_window_with_room_to_spare_shows_older_items_too(
 ) -> None:
     """More items than the newest few, none matching the query, and a budget that holds them all: the window
     reads the older ones too rather than leave the budget unused."""
-    n = settings.window_recent_items + 30
+    n = settings.window.recent_items + 30
     ids = await seed(
         client,
         tenant,

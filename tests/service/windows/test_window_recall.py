@@ -96,7 +96,7 @@ async def client_for(db: Database, settings: Settings, vectors: VectorRecall) ->
     clients: list[httpx.AsyncClient] = []
 
     async def make(vecs: VectorRecall | None = vectors, **overrides: Any) -> httpx.AsyncClient:
-        app = create_app(settings.model_copy(update=overrides), database=db, vectors=vecs)
+        app = create_app(settings.replace(**overrides), database=db, vectors=vecs)
         c = httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://ctxmem.test")
         clients.append(c)
         return c
@@ -221,9 +221,9 @@ async def test_recall_off_is_degraded_but_lexical_relevance_still_works(
 async def test_index_down_is_degraded_and_served_from_postgresql(
     client_for: Any, tenant: TenantKeys, db: Database, settings: Settings, tmp_path: Path
 ) -> None:
-    index = QdrantEdgeIndex(tmp_path / "down", dim=settings.embedding_dim)
+    index = QdrantEdgeIndex(tmp_path / "down", dim=settings.vectors.embedding_dim)
     await index.ensure_collection()
-    embedder = HashingEmbedder(dim=settings.embedding_dim)
+    embedder = HashingEmbedder(dim=settings.vectors.embedding_dim)
     down = VectorRecall(index, embedder, OutboxWorker(db, index, embedder, batch_size=100, max_backoff=1))
     client = await client_for(vecs=down)
     target = await memory(client, tenant, "x")
@@ -403,7 +403,7 @@ def test_the_fusion_weight_is_the_embedders_unless_set(settings: Settings) -> No
     assert fuse(lexical, vector, settings, hashing) == pytest.approx({"a": 0.7, "b": 0.3})  # type: ignore[arg-type]
     sentence = SimpleNamespace(embedder=SimpleNamespace(min_score=0.2, lexical_weight=0.5))
     assert fuse(lexical, vector, settings, sentence) == pytest.approx({"a": 0.5, "b": 0.5})  # type: ignore[arg-type]
-    fixed = settings.model_copy(update={"fusion_lexical_weight": 0.2})
+    fixed = settings.replace(fusion_lexical_weight=0.2)
     assert fuse(lexical, vector, fixed, hashing) == pytest.approx({"a": 0.2, "b": 0.8})  # type: ignore[arg-type]
 
 
