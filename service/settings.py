@@ -334,6 +334,11 @@ class WindowSettings(_Group):
     cache_entries: int = Field(1_000, ge=0)
     cache_rows: int = Field(10_000, ge=0)
     value: WindowValueSettings = Field(default_factory=WindowValueSettings)
+    # A window with a session_id and no messages fits the session's stored conversation: at most this many
+    # of its newest live messages (as many as a request may send). The turns that fall out of the fitted
+    # history become one episode item (each turn once), unless archive_session_turns is off.
+    session_history_limit: int = Field(1_000, ge=1, le=10_000)
+    archive_session_turns: bool = True
 
 
 # The flat names every deployment has used (CTXMEM_<NAME> in the environment, <name> as a keyword of
@@ -405,6 +410,8 @@ FLAT_NAMES: dict[str, str] = {
     "window_cache_entries": "window.cache_entries",
     "window_cache_rows": "window.cache_rows",
     "window_value": "window.value",
+    "window_session_history_limit": "window.session_history_limit",
+    "window_archive_session_turns": "window.archive_session_turns",
 }
 
 

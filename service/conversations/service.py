@@ -25,12 +25,6 @@ from service.items.service import create_items
 from service.pagination import decode_cursor, encode_cursor, page_size
 from service.users import service as users
 
-# A window fits at most this many of a session's newest stored messages (as many as a request may send),
-# and an append is checked against as many before it.
-HISTORY_LIMIT = 1_000
-# Whether a window archives the stored turns it drops (becomes a setting with the grouped settings).
-ARCHIVE_TURNS = True
-
 
 def _stored(row: ConversationMessage) -> StoredMessage:
     return StoredMessage.model_validate(row)
@@ -99,8 +93,10 @@ async def _record(ctx: RequestContext, *, user_id: str, session_id: str, action:
 
 
 async def _live(ctx: RequestContext, *, user_id: str, session_id: str) -> list[ConversationMessage]:
+    # A window fits at most window.session_history_limit of the newest; an append is checked against as many.
+    limit = ctx.settings.window.session_history_limit
     return await repository.live_tail(
-        ctx.session, tenant_id=ctx.principal.tenant_id, user_id=user_id, session_id=session_id, limit=HISTORY_LIMIT
+        ctx.session, tenant_id=ctx.principal.tenant_id, user_id=user_id, session_id=session_id, limit=limit
     )
 
 

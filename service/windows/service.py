@@ -175,7 +175,7 @@ async def build_window(ctx: RequestContext, *, user_id: str, req: WindowRequest)
     dropped = [i for i in range(len(turn.messages)) if i not in kept]
     if stored is not None and req.session_id is not None:
         # The stored turns that fell out become long-term memory, once: by the first window that drops them.
-        if dropped and conversations.ARCHIVE_TURNS and principal.can(Permission.ITEMS_WRITE):
+        if dropped and settings.window.archive_session_turns and principal.can(Permission.ITEMS_WRITE):
             archived_id = await conversations.archive(
                 ctx, user_id=user_id, session_id=req.session_id, ids=[stored[i] for i in dropped]
             )

@@ -10,6 +10,9 @@ import httpx
 
 from schemas.conversations import MessagePage, MessagesAppended, SessionEnded
 from schemas.windows import WindowResponse
+from service.app import create_app
+from service.db.engine import Database
+from service.settings import Settings
 from tests.conftest import TenantKeys
 
 
@@ -216,3 +219,17 @@ async def test_the_newest_message_can_be_taken_back_unless_a_window_archived_it(
     r = await client.delete("/v1/users/c9/sessions/s1/messages/last", headers=tenant.agent)
     assert r.json()["removed"] is None
     assert all(m["archived_item_id"] for m in await stored(client, tenant, "c9", "s1"))
+
+
+async def test_archiving_can_be_turned_off(db: Database, settings: Settings, tenant: TenantKeys) -> None:
+    app = create_app(settings.replace(window_archive_session_turns=False), database=db)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://ctxmem.test") as client:
+        await _archiving_off(client, tenant)
+
+
+async def _archiving_off(client: httpx.AsyncClient, tenant: TenantKeys) -> None:
+    await append(client, tenant, "c10", "s1", turns(30), headers=tenant.agent)
+    w = await window(client, tenant.agent, "c10", input="Summarise.", session_id="s1", max_tokens=700)
+    assert 0 < len(w["messages"]) < 60 and w["archived_item_id"] is None
+    assert await episodes(client, tenant, "c10") == []
+    assert all(m["archived_item_id"] is None for m in await stored(client, tenant, "c10", "s1"))
