@@ -11,9 +11,7 @@ history and the new input, to an OpenAI-compatible endpoint through Chat Complet
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import json
 import os
 import uuid
 from typing import Any
@@ -22,31 +20,11 @@ from agents import Agent, OpenAIChatCompletionsModel, RunContextWrapper, Runner,
 from ctxmem_client import AsyncClient
 from ctxmem_client.agents import CtxmemSession
 from openai import AsyncOpenAI
-
-TURNS = [
-    "I need a flight from Porto to Lisbon next Friday.",
-    "Please never book me on a flight that lands after 22:00.",
-    "What flights are there?",
-    "I prefer an aisle seat, by the way.",
-    "Which of those flights fits my rules?",
-    "How long is the TP1943 flight?",
-    "Can you add a checked bag?",
-    "Actually make it the cheapest one that still fits.",
-    "Does it leave from terminal 1?",
-    "Great, book it.",
-]
-CONSTRAINT = "Never book flights that land after 22:00."
-FLIGHTS = [{"id": "TP1943", "lands": "21:10", "price_eur": 89}, {"id": "FR8345", "lands": "23:05", "price_eur": 39}]
+from scenario import CONSTRAINT, TURNS, arguments, search_flights
 
 
 async def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--ctxmem-url", default=os.environ.get("CTXMEM_URL", "http://127.0.0.1:8080"))
-    parser.add_argument("--api-key", default=os.environ.get("CTXMEM_API_KEY"))
-    parser.add_argument("--model-url", default=os.environ.get("OPENAI_BASE_URL"), help="an OpenAI-compatible /v1 URL")
-    parser.add_argument("--model", default=os.environ.get("OPENAI_MODEL", "gpt-4o-mini"))
-    parser.add_argument("--user", default="demo-traveller")
-    args = parser.parse_args()
+    args = arguments(__doc__.splitlines()[0])
 
     set_tracing_disabled(True)  # traces would go to OpenAI's platform
     openai_client = AsyncOpenAI(base_url=args.model_url, api_key=os.environ.get("OPENAI_API_KEY", "unused"))
@@ -71,7 +49,7 @@ async def main() -> None:
             if turn == 2:
                 await user.add_item(type="constraint", content=CONSTRAINT, hard=True, source="user")
             if turn == 3:  # what the agent's flight-search tool returned
-                result = json.dumps({"flights": FLIGHTS})
+                result = search_flights()
                 await user.add_item(type="tool_result", content=result, source="tool", session_id=session_id)
             if turn == 4:
                 await user.observe(

@@ -10,8 +10,6 @@ result and observations — and ``respond`` asks for the window with ``format="o
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import uuid
 from typing import Any, TypedDict
@@ -21,21 +19,7 @@ from ctxmem_client.langgraph import CtxmemStore
 from langgraph.graph import END, START, StateGraph
 from langgraph.store.base import BaseStore
 from openai import OpenAI
-
-TURNS = [
-    "I need a flight from Porto to Lisbon next Friday.",
-    "Please never book me on a flight that lands after 22:00.",
-    "What flights are there?",
-    "I prefer an aisle seat, by the way.",
-    "Which of those flights fits my rules?",
-    "How long is the TP1943 flight?",
-    "Can you add a checked bag?",
-    "Actually make it the cheapest one that still fits.",
-    "Does it leave from terminal 1?",
-    "Great, book it.",
-]
-CONSTRAINT = "Never book flights that land after 22:00."
-FLIGHTS = [{"id": "TP1943", "lands": "21:10", "price_eur": 89}, {"id": "FR8345", "lands": "23:05", "price_eur": 39}]
+from scenario import CONSTRAINT, TURNS, arguments, search_flights
 
 
 class State(TypedDict):
@@ -52,9 +36,7 @@ def build(store: CtxmemStore, model: OpenAI, model_name: str, session_id: str) -
         if turn == 2:
             user.add_item(type="constraint", content=CONSTRAINT, hard=True, source="user")
         if turn == 3:
-            user.add_item(
-                type="tool_result", content=json.dumps({"flights": FLIGHTS}), source="tool", session_id=session_id
-            )
+            user.add_item(type="tool_result", content=search_flights(), source="tool", session_id=session_id)
         if turn == 4:
             user.observe(dimension="preference", key="seat", value="aisle", session_id=session_id, explicit=True)
             store.put(("preferences",), "seat", {"seat": "aisle", "said_at_turn": turn})
@@ -82,13 +64,7 @@ def build(store: CtxmemStore, model: OpenAI, model_name: str, session_id: str) -
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--ctxmem-url", default=os.environ.get("CTXMEM_URL", "http://127.0.0.1:8080"))
-    parser.add_argument("--api-key", default=os.environ.get("CTXMEM_API_KEY"))
-    parser.add_argument("--model-url", default=os.environ.get("OPENAI_BASE_URL"), help="an OpenAI-compatible /v1 URL")
-    parser.add_argument("--model", default=os.environ.get("OPENAI_MODEL", "gpt-4o-mini"))
-    parser.add_argument("--user", default="demo-traveller")
-    args = parser.parse_args()
+    args = arguments(__doc__.splitlines()[0])
 
     model = OpenAI(base_url=args.model_url, api_key=os.environ.get("OPENAI_API_KEY", "unused"))
     session_id = f"trip-{uuid.uuid4().hex[:8]}"

@@ -10,30 +10,15 @@ retried safely. Run against ``make serve``:
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import uuid
 from typing import Any
 
 import httpx
 from openai import OpenAI
+from scenario import CONSTRAINT, TURNS, arguments, search_flights
 
-TURNS = [
-    "I need a flight from Porto to Lisbon next Friday.",
-    "Please never book me on a flight that lands after 22:00.",
-    "What flights are there?",
-    "I prefer an aisle seat, by the way.",
-    "Which of those flights fits my rules?",
-    "How long is the TP1943 flight?",
-    "Can you add a checked bag?",
-    "Actually make it the cheapest one that still fits.",
-    "Does it leave from terminal 1?",
-    "Great, book it.",
-]
-CONSTRAINT = "Never book flights that land after 22:00."
-FLIGHTS = [{"id": "TP1943", "lands": "21:10", "price_eur": 89}, {"id": "FR8345", "lands": "23:05", "price_eur": 39}]
-TOOL_RESULT = json.dumps({"flights": FLIGHTS})
+TOOL_RESULT = search_flights()
 
 
 def post(http: httpx.Client, path: str, body: dict[str, Any]) -> Any:
@@ -43,13 +28,7 @@ def post(http: httpx.Client, path: str, body: dict[str, Any]) -> Any:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--ctxmem-url", default=os.environ.get("CTXMEM_URL", "http://127.0.0.1:8080"))
-    parser.add_argument("--api-key", default=os.environ.get("CTXMEM_API_KEY"))
-    parser.add_argument("--model-url", default=os.environ.get("OPENAI_BASE_URL"), help="an OpenAI-compatible /v1 URL")
-    parser.add_argument("--model", default=os.environ.get("OPENAI_MODEL", "gpt-4o-mini"))
-    parser.add_argument("--user", default="demo-traveller")
-    args = parser.parse_args()
+    args = arguments(__doc__.splitlines()[0])
 
     model = OpenAI(base_url=args.model_url, api_key=os.environ.get("OPENAI_API_KEY", "unused"))
     session_id = f"trip-{uuid.uuid4().hex[:8]}"

@@ -34,7 +34,8 @@ def stub() -> Iterator[ModelStub]:
 
 
 def test_every_example_is_tested() -> None:
-    assert sorted(p.stem for p in (ROOT / "examples").glob("*.py")) == sorted(EXAMPLES)
+    # scenario.py is what the examples share (the turns, the rule, the tool, the command line), not one itself.
+    assert sorted(p.stem for p in (ROOT / "examples").glob("*.py") if p.stem != "scenario") == sorted(EXAMPLES)
 
 
 @pytest.mark.parametrize("name", EXAMPLES)
