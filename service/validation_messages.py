@@ -93,6 +93,10 @@ def explain(err: dict[str, Any], *, body_model: type[BaseModel] | None, content_
             return f"{where} has {len(value):,} characters; at most {ctx['max_length']:,} characters are accepted"
         got = f" has {len(value):,} elements;" if isinstance(value, list | dict) else ""
         return f"{where}{got} at most {ctx['max_length']:,} are accepted"
+    if kind == "too_short" and "min_length" in ctx and isinstance(err.get("input"), str):
+        # The same for the lower bound: an empty SafeText says "Value should have at least 1 item".
+        n = ctx["min_length"]
+        return f"{where} must have at least {n:,} character{'s' if n != 1 else ''}"
     if kind in ("literal_error", "enum") and "expected" in ctx:
         return f"{where}: {err.get('input')!r} is not one of {ctx['expected']}"
     if kind == "value_error" and msg.startswith("Value error, "):

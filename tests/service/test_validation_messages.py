@@ -129,3 +129,10 @@ def test_value_errors_lose_pydantics_prefix() -> None:
 )
 def test_the_location_is_written_as_a_path(loc: tuple[Any, ...], shown: str) -> None:
     assert explain({"loc": loc, "type": "other", "msg": "bad"}, body_model=None, content_type=None) == shown
+
+
+def test_an_empty_safe_text_says_it_needs_a_character() -> None:
+    from schemas.search import SearchRequest
+
+    err = first_error(SearchRequest, {"query": ""})
+    assert explain(err, body_model=None, content_type=None) == "query must have at least 1 character"
