@@ -3,16 +3,27 @@
 from __future__ import annotations
 
 import uuid
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Self
 
 from pydantic import ConfigDict, Field, StringConstraints, model_validator
 
-from schemas.common import Domain, Identifier, JsonValue, ReadModel, SafeText, StrictModel
+from schemas.common import Domain, Identifier, JsonValue, ReadModel, SafeText, StrictModel, check_json
 
 LongText = Annotated[SafeText, StringConstraints(min_length=1, max_length=32_000)]
 
 
-class FunctionCall(StrictModel):
+class PassThrough(StrictModel):
+    """A model of OpenAI's chat format that keeps the fields it does not name (they are passed through, and
+    stored with a conversation): they must be JSON that PostgreSQL can store, as every other value."""
+
+    @model_validator(mode="after")
+    def _extra_is_json(self) -> Self:
+        if self.model_extra:
+            check_json(self.model_extra)
+        return self
+
+
+class FunctionCall(PassThrough):
     model_config = ConfigDict(
         extra="allow", json_schema_extra={"examples": [{"name": "get_weather", "arguments": '{"city": "Lisbon"}'}]}
     )
@@ -26,7 +37,7 @@ class FunctionCall(StrictModel):
     )
 
 
-class ToolCall(StrictModel):
+class ToolCall(PassThrough):
     model_config = ConfigDict(
         extra="allow",
         json_schema_extra={
@@ -40,7 +51,7 @@ class ToolCall(StrictModel):
     function: FunctionCall = Field(description="Which function, with which arguments")
 
 
-class ContentPart(StrictModel):
+class ContentPart(PassThrough):
     model_config = ConfigDict(extra="allow", json_schema_extra={"examples": [{"type": "text", "text": "Hello"}]})
     type: Annotated[SafeText, StringConstraints(max_length=64)] = Field(
         description="The part's type, e.g. text or image_url (only text parts are counted as text)", examples=["text"]
@@ -50,7 +61,7 @@ class ContentPart(StrictModel):
     )
 
 
-class ChatMessage(StrictModel):
+class ChatMessage(PassThrough):
     """An OpenAI chat message (extra fields are kept and passed through)."""
 
     model_config = ConfigDict(

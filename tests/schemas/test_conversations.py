@@ -46,3 +46,14 @@ def test_a_malformed_message_is_refused(message: dict[str, Any], says: str) -> N
 def test_extra_fields_of_a_message_are_kept() -> None:
     (m,) = append([{"role": "user", "content": "hi", "agents_item": {"id": "msg_1"}}]).messages
     assert m.model_dump(exclude_none=True) == {"role": "user", "content": "hi", "agents_item": {"id": "msg_1"}}
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [{"note": "a\ud800b"}, {"\x00key": 1}, {"deep": {"x": [float("inf")]}}, {"part": "NUL \x00 inside"}],
+)
+def test_fields_passed_through_must_be_storable_json(extra: dict[str, Any]) -> None:
+    with pytest.raises(ValidationError, match=r"must not contain|finite"):
+        append([{"role": "user", "content": "hi", **extra}])
+    with pytest.raises(ValidationError, match=r"must not contain|finite"):
+        append([{"role": "user", "content": [{"type": "text", "text": "hi", **extra}]}])

@@ -233,3 +233,17 @@ async def _archiving_off(client: httpx.AsyncClient, tenant: TenantKeys) -> None:
     assert 0 < len(w["messages"]) < 60 and w["archived_item_id"] is None
     assert await episodes(client, tenant, "c10") == []
     assert all(m["archived_item_id"] is None for m in await stored(client, tenant, "c10", "s1"))
+
+
+async def test_an_extra_field_that_cannot_be_stored_is_a_422_not_a_500(
+    client: httpx.AsyncClient, tenant: TenantKeys
+) -> None:
+    """Found by the OpenAPI fuzzer: fields the chat format passes through reached jsonb unchecked."""
+    body = '{"messages": [{"role": "user", "content": "hi", "x": "\\ud8a0"}, {"role": "user", "\\u0000k": 1}]}'
+    r = await client.post(
+        "/v1/users/c11/sessions/s1/messages",
+        content=body,
+        headers={**tenant.agent, "Content-Type": "application/json"},
+    )
+    assert r.status_code == 422 and "must not contain" in r.json()["detail"], r.text
+    assert await stored(client, tenant, "c11", "s1") == []

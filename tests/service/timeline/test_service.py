@@ -51,7 +51,7 @@ async def test_the_default_page_is_the_settings_and_the_last_page_has_no_cursor(
 
 async def test_limits_and_cursors_are_checked(app: FastAPI, tenant: TenantKeys) -> None:
     uid = await user_with_events(app, tenant, 2)
-    async with service_context(app, tenant.operator, max_page_size=10) as ctx:
+    async with service_context(app, tenant.operator, max_page_size=10, default_page_size=5) as ctx:
         with pytest.raises(ValidationFailed, match="limit must be at most 10"):
             await service.timeline(ctx, user_id=uid, kinds=[], order="desc", limit=11, cursor=None)
         page = await service.timeline(ctx, user_id=uid, kinds=[], order="asc", limit=1, cursor=None)
