@@ -150,11 +150,13 @@ async def end_session(ctx: RequestContext, *, user_id: str, session_id: str) -> 
     return SessionEnded(session_id=session_id, messages=removed, archived_item_id=archived)
 
 
-async def window_history(ctx: RequestContext, *, user_id: str, session_id: str, latest_input: str) -> Any:
+async def window_history(
+    ctx: RequestContext, *, user_id: str, session_id: str, latest_input: str
+) -> tuple[list[dict[str, Any]], list[uuid.UUID]]:
     """The session's live messages for a window to fit, oldest first, with their ids. A last user message
     that is the window's input itself is left out: the input is in the window once."""
     rows = await _live(ctx, user_id=user_id, session_id=session_id)
-    messages = history.without_latest_input([r.message for r in rows], latest_input)
+    messages = [dict(m) for m in history.without_latest_input([r.message for r in rows], latest_input)]
     return messages, [r.id for r in rows[: len(messages)]]
 
 
