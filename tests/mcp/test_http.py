@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
+import httpx2
 from ctxmem_client import Client
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
@@ -24,9 +25,9 @@ CTXMEM = str(Path(sys.executable).parent / "ctxmem")
 
 
 @contextlib.contextmanager
-def http_server(live: Live, key: str, user: str, log: Path) -> Iterator[str]:
+def http_server(live: Live, key: str, user: str, log: Path, *extra: str) -> Iterator[str]:
     port = free_port()
-    cmd = [CTXMEM, "mcp", "--transport", "http", "--port", str(port), "--url", live.url, "--api-key", key]
+    cmd = [CTXMEM, "mcp", "--transport", "http", "--port", str(port), "--url", live.url, "--api-key", key, *extra]
     with log.open("wb") as out:
         proc = subprocess.Popen([*cmd, "--user", user], env=mcp_env(), cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
     try:
@@ -64,3 +65,28 @@ async def test_streamable_http_lists_tools_and_remembers(mcp_live: Live, mcp_key
             assert hits[0]["id"] == written.structured_content["id"] and hits[0]["content"] == content
     with Client(mcp_live.url, mcp_keys.agent, max_retries=0) as client:
         assert [i.content for i in client.user(user).list_items().items] == [content]
+
+
+async def test_with_a_token_only_clients_that_send_it_get_in(mcp_live: Live, mcp_keys: Keys, tmp_path: Path) -> None:
+    user = f"u-{uuid.uuid4().hex[:8]}"
+    token = uuid.uuid4().hex
+    with http_server(mcp_live, mcp_keys.agent, user, tmp_path / "mcp.log", "--http-token", token) as url:
+        async with httpx.AsyncClient(timeout=10) as plain:
+            for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": token}):
+                r = await plain.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"}, headers=headers)
+                assert r.status_code == 401 and "--http-token" in r.text, (headers, r.text)
+        authed = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30)
+        async with (
+            authed,
+            streamable_http_client(url, http_client=authed) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            assert len((await session.list_tools()).tools) == 7
+
+
+def test_binding_beyond_loopback_needs_a_token(mcp_live: Live, mcp_keys: Keys) -> None:
+    everywhere = "0.0.0.0"  # noqa: S104 - the address the CLI must refuse without a token
+    cmd = [CTXMEM, "mcp", "--transport", "http", "--host", everywhere, "--user", "u", "--api-key", mcp_keys.agent]
+    done = subprocess.run(cmd, env=mcp_env(), cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "set --http-token" in done.stderr, done.stderr
