@@ -104,10 +104,15 @@ def budget_of(req: WindowRequest, settings: Settings) -> int:
     return min(req.context_limit - req.reserve_tokens, int(watermark * req.context_limit))
 
 
-async def build_window(ctx: RequestContext, *, user_id: str, req: WindowRequest) -> dict[str, Any]:
+async def build_window(
+    ctx: RequestContext, *, user_id: str, req: WindowRequest, archive: bool = True
+) -> dict[str, Any]:
     """The window for this request (docs/design.md §3.6): the request's own history and pinned text, the
     user's standing rows (cached), the retrieved items, one selection under the budget — and, when that
-    leaves room with every candidate whole, a second one that adds the user's next older items."""
+    leaves room with every candidate whole, a second one that adds the user's next older items.
+
+    ``archive=False`` (the console's preview) writes nothing: the stored session turns that fall out stay
+    live for the agent's own next window, and ``archive_dropped`` is not honoured."""
     principal, settings = ctx.principal, ctx.settings
     principal.require(Permission.ITEMS_READ)
     if req.archive_dropped:
@@ -173,13 +178,13 @@ async def build_window(ctx: RequestContext, *, user_id: str, req: WindowRequest)
     archived_id = None
     kept = set(outcome.kept_messages)
     dropped = [i for i in range(len(turn.messages)) if i not in kept]
-    if stored is not None and req.session_id is not None:
+    if archive and stored is not None and req.session_id is not None:
         # The stored turns that fell out become long-term memory, once: by the first window that drops them.
         if dropped and settings.window.archive_session_turns and principal.can(Permission.ITEMS_WRITE):
             archived_id = await conversations.archive(
                 ctx, user_id=user_id, session_id=req.session_id, ids=[stored[i] for i in dropped]
             )
-    elif req.archive_dropped and dropped:
+    elif archive and req.archive_dropped and dropped:
         archived_id = await conversations.write_episode(
             ctx,
             user_id=user_id,

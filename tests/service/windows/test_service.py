@@ -14,7 +14,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from schemas.items import ItemCreate
-from schemas.windows import WindowRequest
+from schemas.windows import ChatMessage, WindowRequest
+from service.conversations import service as conversations
 from service.errors import BudgetTooSmallError, Forbidden
 from service.items import service as items
 from service.settings import Settings
@@ -72,6 +73,27 @@ async def test_reading_needs_items_read_and_archiving_needs_items_write(app: Fas
     with pytest.raises(Forbidden, match="items:write"):
         async with service_context(app, tenant.operator, now=NOW) as ctx:
             await service.build_window(ctx, user_id=uid, req=req(max_tokens=500, archive_dropped=True))
+
+
+async def test_archive_off_writes_nothing_even_for_a_key_that_may_write(app: FastAPI, tenant: TenantKeys) -> None:
+    uid = await seeded_user(app, tenant)
+    turns = [
+        ChatMessage(role=role, content=f"{role} turn {i}: the offsite venue seats forty and has a garden")
+        for i in range(20)
+        for role in ("user", "assistant")
+    ]
+    async with service_context(app, tenant.agent, now=NOW) as ctx:
+        await conversations.append_messages(ctx, user_id=uid, session_id="s1", messages=turns)
+    request = req(max_tokens=300, session_id="s1")
+    async with service_context(app, tenant.admin, now=NOW) as ctx:
+        preview = await service.build_window(ctx, user_id=uid, req=request, archive=False)
+        page = await conversations.list_messages(ctx, user_id=uid, session_id="s1", limit=100, cursor=None)
+    assert 0 < len(preview["messages"]) < len(turns)  # turns fell out of the window...
+    assert preview["archived_item_id"] is None and all(m.archived_item_id is None for m in page.items)  # ...kept live
+    async with service_context(app, tenant.admin, now=NOW) as ctx:
+        window = await service.build_window(ctx, user_id=uid, req=request)
+    assert window["archived_item_id"] is not None  # the same request, archiving on, archives them
+    assert window["messages"] == preview["messages"]
 
 
 async def test_pinned_content_over_the_budget_is_a_422_with_what_it_needs(app: FastAPI, tenant: TenantKeys) -> None:
