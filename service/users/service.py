@@ -70,6 +70,15 @@ def user_fingerprint(tenant_id: str, user_id: str) -> str:
     return "sha256:" + hashlib.sha256(f"{tenant_id}\x1f{user_id}".encode()).hexdigest()
 
 
+async def erasure_counts(ctx: RequestContext, *, user_id: str) -> dict[str, int]:
+    """What erasing the user would delete now, per table (the console shows it before asking to confirm)."""
+    principal = ctx.principal
+    principal.require(Permission.USERS_ERASE)
+    if not await repository.user_exists(ctx.session, tenant_id=principal.tenant_id, user_id=user_id):
+        raise UserNotFound(f"no user {user_id!r} to erase (nothing was written for this id in this tenant)")
+    return await repository.count_rows(ctx.session, tenant_id=principal.tenant_id, user_id=user_id)
+
+
 async def erase_user(ctx: RequestContext, *, user_id: str, idem: Idempotency) -> EraseResult:
     """Delete every row of the user in one transaction. The erasure's own event keeps no content:
     no user id (a fingerprint instead), only the row counts; the request's own idempotency record is

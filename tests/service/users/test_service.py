@@ -111,3 +111,19 @@ async def test_erasure_removes_every_row_and_its_event_keeps_only_counts(app: Fa
     assert (action, entity, user_id) == ("user.erased", result.user_fingerprint, None)
     assert uid not in json.dumps(after)
     assert after == {"rows": result.rows}
+
+
+async def test_the_erasure_counts_are_what_erasure_then_deletes(app: FastAPI, tenant: TenantKeys) -> None:
+    uid = await user_with_data(app, tenant)
+    with pytest.raises(Forbidden, match="users:erase"):
+        async with service_context(app, tenant.operator, now=NOW) as ctx:
+            await service.erasure_counts(ctx, user_id=uid)
+    with pytest.raises(UserNotFound, match="no user 'ghost' to erase"):
+        async with service_context(app, tenant.admin, now=NOW) as ctx:
+            await service.erasure_counts(ctx, user_id="ghost")
+    async with service_context(app, tenant.admin, now=NOW) as ctx:
+        counts = await service.erasure_counts(ctx, user_id=uid)
+    assert counts["context_item"] == 1 and counts["observation"] == 1 and counts["end_user"] == 1
+    async with service_context(app, tenant.admin, now=NOW) as ctx:
+        result = await service.erase_user(ctx, user_id=uid, idem=Idempotency(ctx.session, tenant.tenant_id, None))
+    assert result.rows == counts
