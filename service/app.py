@@ -14,6 +14,9 @@ from prometheus_fastapi_instrumentator import Instrumentator
 
 from jobs.endpoints import router as jobs_router
 from service.clock import Clock
+from service.console import STATIC_URL as CONSOLE_STATIC_URL
+from service.console import router as console_router
+from service.console import static as console_static
 from service.conversations.endpoints import router as conversations_router
 from service.db import migrate
 from service.db.embedded import resolve_database_url
@@ -120,6 +123,8 @@ def create_app(
     app.include_router(search_router)
     app.include_router(conversations_router)
     app.include_router(jobs_router)
+    app.include_router(console_router)
+    app.mount(CONSOLE_STATIC_URL, console_static, name="console-static")
     registry = CollectorRegistry(auto_describe=True)
     outbox_gauges = OutboxGauges(registry)
     app.state.outbox_gauges = outbox_gauges

@@ -341,6 +341,13 @@ class WindowSettings(_Group):
     archive_session_turns: bool = True
 
 
+class ConsoleSettings(_Group):
+    """The operator console (docs/console.md)."""
+
+    # A console session that has seen no request for this long is over: the operator signs in again.
+    idle_minutes: int = Field(30, ge=1, le=24 * 60)
+
+
 # The flat names every deployment has used (CTXMEM_<NAME> in the environment, <name> as a keyword of
 # Settings and Settings.replace) → where the setting lives now, "group.field".
 FLAT_NAMES: dict[str, str] = {
@@ -412,6 +419,7 @@ FLAT_NAMES: dict[str, str] = {
     "window_value": "window.value",
     "window_session_history_limit": "window.session_history_limit",
     "window_archive_session_turns": "window.archive_session_turns",
+    "console_idle_minutes": "console.idle_minutes",
 }
 
 
@@ -441,6 +449,7 @@ class Settings(BaseSettings):
     outbox: OutboxSettings = Field(default_factory=OutboxSettings)
     recall: RecallSettings = Field(default_factory=RecallSettings)
     window: WindowSettings = Field(default_factory=WindowSettings)
+    console: ConsoleSettings = Field(default_factory=ConsoleSettings)
 
     def __init__(self, *args: Any, **values: Any) -> None:
         try:

@@ -9,7 +9,7 @@ from sqlalchemy import delete, exists, select
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from service.db.models import ApiKey, EndUser, Event, Tenant
+from service.db.models import ApiKey, ConsoleSession, EndUser, Event, Tenant
 
 
 async def ensure_tenant(session: AsyncSession, tenant_id: str, now: datetime) -> bool:
@@ -39,6 +39,8 @@ async def revoke_key(session: AsyncSession, tenant_id: str, key_id: uuid.UUID, n
     if key is not None and key.revoked_at is None:
         key.revoked_at = now
         await session.flush()
+        # Its console sessions end now (a session also checks its key on every request).
+        await session.execute(delete(ConsoleSession).where(ConsoleSession.key_id == key_id))  # type: ignore[arg-type]
     return key
 
 

@@ -462,3 +462,23 @@ class ItemSearch(SQLModel, table=True):
     tenant_id: str = _col(sa.Text)
     user_id: str = _col(sa.Text)
     tsv: Any = _col(pg.TSVECTOR)
+
+
+class ConsoleSession(SQLModel, table=True):
+    """A signed-in operator console session (service/console/session.py): keyed by its API key and tenant,
+    never by an end user, so a user's export and erasure do not touch it. Only the SHA-256 of the cookie's
+    token is stored; the session ends at sign-out, when its key is revoked, or after
+    ``console.idle_minutes`` without a request."""
+
+    __tablename__ = "console_session"
+    __table_args__ = (sa.Index("ix_console_session_key_id", "key_id"),)
+
+    id: uuid.UUID = _col(UUID, primary_key=True)
+    tenant_id: str = _col(sa.Text, sa.ForeignKey("tenant.id", ondelete="CASCADE"))
+    key_id: uuid.UUID = _col(UUID, sa.ForeignKey("api_key.id", ondelete="CASCADE"))
+    token_hash: str = _col(sa.Text, unique=True)
+    csrf_token: str = _col(sa.Text)
+    # A one-shot message shown on the next page the session renders (after a form's redirect).
+    flash: str | None = _col(sa.Text, nullable=True)
+    created_at: datetime = _ts()
+    last_seen_at: datetime = _ts()

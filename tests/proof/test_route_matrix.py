@@ -26,6 +26,7 @@ from service.clock import Clock
 from service.db.engine import Database, session_scope
 from tests.conftest import TenantKeys, make_tenant
 from tests.helpers import tenant_rows
+from tests.service.console.test_routes import CONSOLE_ROUTES
 
 SECRET = "owner-secret-7f3a"
 ROLES = ("agent", "operator", "admin")
@@ -122,10 +123,16 @@ def served_routes(app: Any) -> set[tuple[str, str]]:
 
 
 def test_every_route_has_a_row(app: Any) -> None:
+    """Every route has a row here (the API: bearer keys) or in CONSOLE_ROUTES (the console under /console:
+    a session cookie, never a bearer key; its callers are tested in tests/service/console/test_routes.py)."""
     served = served_routes(app)
-    assert served - MATRIX.keys() == set(), "routes with no row in MATRIX: decide who may call them"
-    assert MATRIX.keys() - served == set(), "rows in MATRIX for routes the app no longer serves"
-    assert len(served) >= 24
+    console = {route for route in served if route[1].startswith("/console")}
+    assert console == CONSOLE_ROUTES.keys(), "console routes and CONSOLE_ROUTES differ: decide who may call them"
+    api = served - console
+    assert api - MATRIX.keys() == set(), "routes with no row in MATRIX: decide who may call them"
+    assert MATRIX.keys() - api == set(), "rows in MATRIX for routes the app no longer serves"
+    assert not any(path.startswith("/console") for _, path in MATRIX), "console routes belong in CONSOLE_ROUTES"
+    assert len(api) >= 24
 
 
 async def seed_user(client: httpx.AsyncClient, tenant: TenantKeys) -> Seed:

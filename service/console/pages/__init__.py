@@ -1,0 +1,1 @@
+"""One module per console page, each with its own ``router`` (``service.console.rendering.console_router()``)."""
