@@ -28,6 +28,12 @@ CONSOLE_ROUTES: dict[tuple[str, str], Access] = {
     ("POST", "/console/sign-in"): "public",
     ("POST", "/console/sign-out"): "session",
     ("GET", "/console/"): "session",
+    ("GET", "/console/users/{user_id}/window"): "session",
+    ("GET", "/console/users/{user_id}/timeline"): "session",
+    ("GET", "/console/jobs"): "session",
+    ("POST", "/console/jobs/{name}/run"): "session",
+    ("GET", "/console/users/{user_id}/erase"): "session",
+    ("POST", "/console/users/{user_id}/erase"): "session",
 }
 
 # Any path parameter: a string that is also a valid UUID, so that the request gets as far as the session check.
