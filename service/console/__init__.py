@@ -8,12 +8,13 @@ from fastapi import APIRouter
 from fastapi.staticfiles import StaticFiles
 
 from service.console import auth
-from service.console.pages import erase, jobs, timeline, users, window
+from service.console.pages import entries, erase, jobs, timeline, users, window
 from service.console.rendering import STATIC_DIR, STATIC_URL, ConsoleRoute
 
 router = APIRouter(prefix="/console", include_in_schema=False, route_class=ConsoleRoute)
 router.include_router(auth.router)
 router.include_router(users.router)
+router.include_router(entries.router)
 router.include_router(window.router)
 router.include_router(timeline.router)
 router.include_router(jobs.router)

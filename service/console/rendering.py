@@ -17,6 +17,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, RedirectResponse
 from fastapi.routing import APIRoute
 
+from scoring.items import SCOPE_ID_FIELD
 from service.console.session import ConsoleSession, SignInRequired
 from service.errors import ServiceError, Unauthorized
 from service.validation_messages import explain
@@ -48,9 +49,15 @@ def _when(value: datetime | None) -> str:
     return value.strftime("%Y-%m-%d %H:%M:%S UTC") if value.utcoffset() is not None else value.isoformat()
 
 
-def _segment(value: Any) -> str:
+def path_segment(value: Any) -> str:
     """One path segment (a user id may hold ':' and '@')."""
     return quote(str(value), safe="")
+
+
+def _scope_ref(item: Any) -> str:
+    """The instance an item's scope names (its session, task, stage or step id); '' for user and global."""
+    field = SCOPE_ID_FIELD.get(item.scope)
+    return (getattr(item, field) or "") if field else ""
 
 
 def _number(value: Any, digits: int = 2) -> str:
@@ -66,8 +73,8 @@ env = jinja2.Environment(
     trim_blocks=True,
     lstrip_blocks=True,
 )
-env.filters.update(when=_when, seg=_segment, num=_number, query=lambda d: urlencode(d, doseq=True))
-env.globals.update(static=lambda path: f"{STATIC_URL}/{path}")
+env.filters.update(when=_when, seg=path_segment, num=_number, query=lambda d: urlencode(d, doseq=True))
+env.globals.update(static=lambda path: f"{STATIC_URL}/{path}", scope_ref=_scope_ref)
 
 
 def render(

@@ -6,13 +6,14 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import delete, text, update
+from sqlalchemy import delete, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from service.db.models import ApiKey, ConsoleSession, active_sql
+from service.db.models import ApiKey, ConsoleSession, Event, active_sql
 
 S = ConsoleSession.__table__  # type: ignore[attr-defined]
 K = ApiKey.__table__  # type: ignore[attr-defined]
+E = Event.__table__  # type: ignore[attr-defined]
 
 
 async def insert_session(session: AsyncSession, *, row: dict[str, Any]) -> None:
@@ -92,3 +93,40 @@ async def users(
     observations."""
     params = {"tenant_id": tenant_id, "prefix": _like_prefix(prefix), "after": after, "exact": exact, "limit": limit}
     return list((await session.execute(text(_USERS), params)).mappings())
+
+
+# Slots (key, scope instance) that more than one of the user's items has held or contested, the first
+# :limit of them in key order, through the slot index.
+_CONFLICTED = text("""
+SELECT i.* FROM context_item i
+JOIN (
+    SELECT key, scope, scope_ref FROM context_item
+    WHERE tenant_id = :tenant_id AND user_id = :user_id AND key IS NOT NULL
+    GROUP BY key, scope, scope_ref HAVING count(*) > 1
+    ORDER BY key, scope, scope_ref LIMIT :limit
+) s ON (i.key, i.scope, i.scope_ref) = (s.key, s.scope, s.scope_ref)
+WHERE i.tenant_id = :tenant_id AND i.user_id = :user_id
+ORDER BY i.key, i.scope, i.scope_ref, i.id
+""")
+
+
+async def conflicted_slot_items(session: AsyncSession, *, tenant_id: str, user_id: str, limit: int) -> list[Any]:
+    params = {"tenant_id": tenant_id, "user_id": user_id, "limit": limit}
+    return list((await session.execute(_CONFLICTED, params)).mappings())
+
+
+async def item_events(session: AsyncSession, *, tenant_id: str, user_id: str, item_ids: list[uuid.UUID]) -> list[Any]:
+    """The events about these items of the user, oldest first."""
+    if not item_ids:
+        return []
+    stmt = (
+        select(Event)
+        .where(
+            E.c.tenant_id == tenant_id,
+            E.c.user_id == user_id,
+            E.c.entity_type == "context_item",
+            E.c.entity_id.in_([str(i) for i in item_ids]),
+        )
+        .order_by(E.c.id)
+    )
+    return list((await session.execute(stmt)).scalars())

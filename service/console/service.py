@@ -8,9 +8,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from schemas.items import ItemRead
+from schemas.users import EventRead
 from service.auth.service import Permission
 from service.console import repository
 from service.context import RequestContext
+from service.db.models import ACTIVE_STATUSES
 from service.errors import UserNotFound
 from service.pagination import page_size
 
@@ -57,3 +60,52 @@ async def user_summary(ctx: RequestContext, *, user_id: str) -> UserRow:
     if not rows:
         raise UserNotFound(f"no user {user_id!r} in this tenant")
     return _user(rows[0])
+
+
+# A user with more conflicted slots than this shows the first ones, in key order, and says so.
+MAX_SLOTS = 200
+
+
+@dataclass(frozen=True)
+class SlotHistory:
+    """One conflicted slot: its items in write order, the one in force now (None: every item retired), and the
+    events that decided between them, oldest first."""
+
+    key: str
+    scope: str
+    scope_ref: str
+    items: list[ItemRead]
+    winner: ItemRead | None
+    events: list[EventRead]
+
+
+@dataclass(frozen=True)
+class Conflicts:
+    slots: list[SlotHistory]
+    truncated: bool
+
+
+async def conflicted_slots(ctx: RequestContext, *, user_id: str) -> Conflicts:
+    """Every slot of the user that more than one item competed for, with who won, by which rule, and when
+    (the items' events: created with their resolution, superseded, reinforced, expired)."""
+    ctx.principal.require(Permission.EVIDENCE_READ)
+    tenant_id = ctx.principal.tenant_id
+    rows = await repository.conflicted_slot_items(
+        ctx.session, tenant_id=tenant_id, user_id=user_id, limit=MAX_SLOTS + 1
+    )
+    by_slot: dict[tuple[str, str, str], list[ItemRead]] = {}
+    for r in rows:
+        by_slot.setdefault((r["key"], r["scope"], r["scope_ref"]), []).append(ItemRead.model_validate(dict(r)))
+    truncated = len(by_slot) > MAX_SLOTS
+    slots = list(by_slot.items())[:MAX_SLOTS]
+    ids = [item.id for _, items in slots for item in items]
+    events = await repository.item_events(ctx.session, tenant_id=tenant_id, user_id=user_id, item_ids=ids)
+    by_item: dict[str, list[EventRead]] = {}
+    for e in events:
+        by_item.setdefault(str(e.entity_id), []).append(EventRead.model_validate(e))
+    out = []
+    for (key, scope, scope_ref), items in slots:
+        history = sorted((e for i in items for e in by_item.get(str(i.id), [])), key=lambda e: e.id)
+        winner = next((i for i in reversed(items) if i.status in ACTIVE_STATUSES), None)
+        out.append(SlotHistory(key, scope, scope_ref, items, winner, history))
+    return Conflicts(out, truncated)
