@@ -14,28 +14,37 @@ from schemas.jobs import JOB_NAMES, JobName
 from service.auth.service import Permission
 from service.console.rendering import console_router, render
 from service.console.session import CheckedOperator, Operator, context, flash
-from service.errors import NotFound
+from service.errors import NotFound, ServiceError, ValidationFailed
 
 router = console_router()
 
 JOBS_URL = "/console/jobs"
 
 
+def _job(name: str, *, error: type[ServiceError]) -> JobName:
+    """``name`` as a job's name, or ``error`` saying which names there are."""
+    if name not in JOB_NAMES:
+        raise error(f"there is no job {name[:64]!r}; the jobs are {', '.join(JOB_NAMES)}")
+    return cast(JobName, name)
+
+
 @router.get("/jobs", response_class=HTMLResponse)
 async def jobs_page(
     request: Request,
     operator: Operator,
-    name: Annotated[JobName | None, Query()] = None,
+    name: Annotated[str, Query(max_length=64)] = "",
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
 ) -> HTMLResponse:
-    page = await jobs.list_runs(context(request, operator), name=name, limit=limit)
+    # The filter form's "All jobs" sends an empty name.
+    job = _job(name, error=ValidationFailed) if name else None
+    page = await jobs.list_runs(context(request, operator), name=job, limit=limit)
     return render(
         request,
         "jobs.html",
         operator=operator,
         runs=page.items,
         job_names=JOB_NAMES,
-        name=name,
+        name=job,
         limit=limit,
         can_run=operator.principal.can(Permission.JOBS_RUN),
     )
@@ -45,9 +54,8 @@ async def jobs_page(
 async def run_job(
     request: Request, operator: CheckedOperator, name: Annotated[str, Path(max_length=64)]
 ) -> RedirectResponse:
-    if name not in JOB_NAMES:
-        raise NotFound(f"there is no job {name[:64]!r}; the jobs are {', '.join(JOB_NAMES)}")
-    run = await jobs.run_job(context(request, operator), db=request.app.state.db, name=cast(JobName, name))
+    job = _job(name, error=NotFound)
+    run = await jobs.run_job(context(request, operator), db=request.app.state.db, name=job)
     rows = ", ".join(f"{k} {v}" for k, v in sorted(run.rows.items())) or "no rows changed"
     outcome = f"{run.name}: {run.status} ({rows})" + (f" — {run.error}" if run.error else "")
     await flash(operator, outcome)

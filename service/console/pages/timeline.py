@@ -18,6 +18,8 @@ from service.timeline.endpoints import Kind
 router = console_router()
 
 KINDS: tuple[str, ...] = get_args(Kind)
+# What the page-size menu offers (up to CTXMEM_MAX_PAGE_SIZE), besides the size in use.
+PAGE_SIZES = (10, 25, 50, 100, 200, 500)
 
 
 @router.get("/users/{user_id}/timeline", response_class=HTMLResponse)
@@ -36,6 +38,8 @@ async def timeline_page(
     page = await timeline.timeline(ctx, user_id=user_id, kinds=kinds, order=order, limit=limit, cursor=cursor)
     # The filters as they were, for the form and for the next page's link (the cursor needs the same order).
     filters: dict[str, object] = {"kind": kinds, "order": order, **({"limit": limit} if limit else {})}
+    limits = ctx.settings.limits
+    size = limit or limits.default_page_size
     return render(
         request,
         "timeline.html",
@@ -45,7 +49,8 @@ async def timeline_page(
         kinds=KINDS,
         selected=set(kinds),
         order=order,
-        limit=limit,
+        size=size,
+        page_sizes=sorted({n for n in PAGE_SIZES if n <= limits.max_page_size} | {size}),
         filters=filters,
         first_page=cursor is None,
     )

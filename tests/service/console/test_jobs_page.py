@@ -80,3 +80,6 @@ async def test_bad_filters_are_a_422_page(client: httpx.AsyncClient, tenant: Ten
     for params in ({"limit": "many"}, {"limit": "0"}, {"limit": "501"}, {"name": "vacuum"}):
         r = await client.get("/console/jobs", params=params)
         assert r.status_code == 422 and "text/html" in r.headers["content-type"], params
+    assert "there is no job" in r.text
+    all_jobs = await client.get("/console/jobs", params={"name": "", "limit": "50"})  # the form's "All jobs"
+    assert all_jobs.status_code == 200, all_jobs.text

@@ -79,6 +79,7 @@ async def test_pages_follow_the_api_cursors_to_the_end(client: httpx.AsyncClient
         url = html.unescape(nxt.group(1)) if nxt else None
         assert pages <= len(expected)
     assert seen == expected and pages >= 2
+    assert '<option value="2" selected>' in r.text  # the page size in use is the one the menu shows
 
 
 async def test_bad_filters_and_cursors_are_422_pages(client: httpx.AsyncClient, tenant: TenantKeys) -> None:
