@@ -17,7 +17,7 @@ from typing import Any
 
 from sqlalchemy import text as sql
 
-from scoring.window import LINE_OVERHEAD  # the window's estimate of a line's "- " and newline
+from scoring.window import line_overhead  # the window's estimate of a line's "- " and newline
 from service.auth.service import Principal, create_key
 from service.clock import Clock
 from service.db import migrate
@@ -75,7 +75,7 @@ def fill(
         order = sorted(rows, key=lambda r: (scores.get(str(r["id"]), 0.0), r["observed_at"], r["id"]), reverse=True)
     kept: set[str] = set()
     for r in order:
-        cost = r["token_cost"] + LINE_OVERHEAD
+        cost = r["token_cost"] + line_overhead(r["content"])
         if cost > left:
             if scores is None:
                 break

@@ -54,12 +54,22 @@ HEADERS = {name: f"## {title}\n" for name, title in SECTIONS}
 # The stable, cache-friendly prefix: it changes only when rules or the long-term profile change.
 PREFIX_SECTIONS = ("rules", "profile")
 # What "- " before and a newline after an item line add to its own token count, as the budget's estimate.
-# With a BPE tokenizer (o200k) the space joins the next word's token and the newline mostly merges with
-# its neighbours: measured over 2,000 conversation turns, a line standalone adds 0.43 tokens on average
-# (0 or 1), and 0.08 inside a section of lines. The final text is counted exactly and the selection
-# tightened if the estimate was short, so 1 keeps that rare while wasting little of the budget (2, as
-# before, left ~5 % of a 900-token window unused).
+# With a BPE tokenizer (o200k, cl100k) "-" is a token of its own, the space joins the next word's token,
+# and the newline joins the line's last piece when that is punctuation (".\n", "?\n") but is a token of
+# its own after a letter or a digit. The final text is counted exactly and the selection tightened if the
+# estimate was short; a flat 1 per line was short by one token on every line ending in a word (on the
+# window benchmark's 1,000-item user: ~85 tokens a window, so every window selected twice).
 LINE_OVERHEAD = 1
+
+
+def line_overhead(text: str, verbatim: bool = False) -> int:
+    """The tokens a line adds to its text's own count: the "- " of an item line (not of a verbatim one) and
+    the newline, unless it joins the text's closing punctuation."""
+    last = text[-1:]
+    joins = bool(last) and not (last.isalnum() or last.isspace() or last == "_")
+    return (0 if verbatim else LINE_OVERHEAD) + (0 if joins else 1)
+
+
 LEVEL_NAMES = ("original", "condensed", "summary", "key fields", "index line")
 
 
@@ -155,7 +165,7 @@ def profile_element(line: ProfileLine, count: Callable[[str], int]) -> Element:
 
 
 def _line_tokens(e: Element, level: int) -> int:
-    return e.tokens[level] + (0 if e.verbatim else LINE_OVERHEAD)
+    return e.tokens[level] + line_overhead(e.texts[level], e.verbatim)
 
 
 def _render_line(e: Element, level: int) -> str:
@@ -200,7 +210,8 @@ def parts_of(e: Element, model: ValueModel) -> Parts:
     if seen is not None and seen[0] is e and seen[1] is model:
         return seen[2]
     t = e.texts
-    key = (e.tokens, t[1] == t[0], t[2] == t[0], t[3] == t[0], t[4] == t[0], t[4] == t[3], e.verbatim, id(model))
+    ends = tuple(line_overhead(x, e.verbatim) for x in t)
+    key = (e.tokens, ends, t[1] == t[0], t[2] == t[0], t[3] == t[0], t[4] == t[0], t[4] == t[3], id(model))
     found = _PARTS.get(key)
     if found is None:
         lines = tuple(_line_tokens(e, lvl) for lvl in range(5))
@@ -563,7 +574,7 @@ def assemble_prepared(
         section_tokens = header_tokens[name]
         for e, i, lvl in items:
             if i < 0:
-                tokens = e.tokens[0] + (0 if e.verbatim else LINE_OVERHEAD)
+                tokens = _line_tokens(e, 0)
                 placed.append(Placed(e.id, 0, tokens, e.reason, 0.0))
                 section_tokens += tokens
                 continue
@@ -576,7 +587,7 @@ def assemble_prepared(
             else:
                 focus_note = ", the sentences that match the query" if i in shown else ""
                 reason = f"{e.reason}{note}; {LEVEL_NAMES[lvl]} (L{lvl}){focus_note}: {lost(item_group[i])}"
-            tokens = count(shown[i]) + LINE_OVERHEAD if i in shown else parts[i].lines[lvl]
+            tokens = count(shown[i]) + line_overhead(shown[i]) if i in shown else parts[i].lines[lvl]
             placed.append(Placed(e.id, lvl, tokens, reason, round(values[i], 6)))
             section_tokens += tokens
         placed_sections.append(SectionOut(name, title, section_tokens, tuple(placed)))

@@ -56,15 +56,16 @@ def test_bm25_score_by_hand() -> None:
 def test_fill_by_scores_skips_a_turn_that_does_not_fit_and_goes_on() -> None:
     t = datetime(2023, 1, 1, tzinfo=UTC)
     rows = [
-        {"id": "a", "observed_at": t, "token_cost": 50},
-        {"id": "b", "observed_at": t + timedelta(minutes=1), "token_cost": 500},
-        {"id": "c", "observed_at": t + timedelta(minutes=2), "token_cost": 30},
+        {"id": "a", "observed_at": t, "token_cost": 50, "content": "ends in a word"},
+        {"id": "b", "observed_at": t + timedelta(minutes=1), "token_cost": 500, "content": "Long."},
+        {"id": "c", "observed_at": t + timedelta(minutes=2), "token_cost": 30, "content": "Ends in punctuation."},
     ]
 
     def count(text: str) -> int:
         return 10
 
-    # 100 - 10 for the question and headings - 2 = 88 left; each line costs token_cost + 2.
+    # 100 - 10 for the question and headings - 2 = 88 left; a line costs token_cost + 1 for its "- ", + 1 for
+    # its newline unless that joins closing punctuation: a 52, c 31.
     assert fill(rows, "q?", 100, count, {"b": 3.0, "a": 2.0, "c": 1.0}) == {"a", "c"}
     # The sliding window stops at the first turn that does not fit: c (newest), then b is too big.
     assert fill(rows, "q?", 100, count) == {"c"}

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scoring.window import TITLES
+from scoring.window import TITLES, line_overhead
 from service.tokenizer import Tokenizer, build_tokenizer
 from service.windows.service import TokenCounter
 
@@ -68,3 +68,27 @@ def test_the_memo_is_bounded_by_entries_and_characters() -> None:
     counter("x" * 101)  # over 1/64 of the characters allowed: counted, never kept
     counter("x" * 101)
     assert seen[-2:] == ["x" * 101] * 2
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I went to Paris last May.",
+        "Is the orders replica still lagging?",
+        "alpha beta gamma",
+        "the lag reached 45",
+        "用户喜欢简短的回答",
+        "Never deploy on Fridays!",
+        "see docs/window.md",
+        "(maybe)",
+    ],
+)
+def test_a_lines_overhead_is_its_dash_and_a_newline_unless_that_joins_closing_punctuation(
+    bpe: Tokenizer, text: str
+) -> None:
+    """The selection's estimate of a line (scoring.window.line_overhead) is exact for lines like these: one
+    token for "- ", one for the newline after a word or a digit, none after punctuation. (The first word can
+    still count one more or less with the space "- " puts before it: "replication" is two tokens, " replication"
+    one.)"""
+    assert bpe.count(f"- {text}\n") - bpe.count(text) == line_overhead(text)
+    assert bpe.count(f"{text}\n") - bpe.count(text) == line_overhead(text, verbatim=True)
