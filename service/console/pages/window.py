@@ -34,7 +34,7 @@ LEVELS = {0: "original", 1: "condensed", 2: "summary", 3: "key fields", 4: "inde
 
 TextQuery = Annotated[str | None, Query(max_length=32_000)]
 IdQuery = Annotated[str | None, Query(max_length=128)]
-BudgetQuery = Annotated[str | None, Query(max_length=32)]
+BudgetQuery = Annotated[str | None, Query(max_length=64)]
 
 
 @dataclass(frozen=True)
@@ -66,7 +66,7 @@ def _budget(raw: str, field: str) -> int | str:
     """The budget typed in ``field`` as tokens, or what is wrong with it and how to fix it."""
     text = raw.strip().replace(",", "").replace("_", "")
     fix = f"type a whole number of tokens from {MIN_BUDGET:,} to {MAX_BUDGET:,}, such as 2000"
-    if not text.isdigit():
+    if not (text.isascii() and text.isdigit()):  # not "²" or "١٢": str.isdigit takes them, int() does not
         return f"{field}: {raw.strip()[:32]!r} is not a whole number of tokens; {fix}"
     if not MIN_BUDGET <= int(text) <= MAX_BUDGET:
         return f"{field}: {int(text):,} tokens is out of range; {fix}"

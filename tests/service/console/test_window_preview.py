@@ -150,6 +150,11 @@ async def test_bad_budgets_and_inputs_are_pages_that_say_how_to_fix_them(
         r = await client.get(PAGE, params={"input": INPUT, "max_tokens": budget, "max_tokens_b": ""})
         assert r.status_code == 422, (budget, r.text)
         assert 'data-testid="window-error"' in r.text and "type a whole number of tokens from 1 to 2,000,000" in r.text
+    for budget in ("", " ", "1e3", "0x10", "2.5", "²", "١٢", "9" * 40, "NaN", "\x00"):
+        r = await client.get(PAGE, params={"input": INPUT, "max_tokens": budget, "max_tokens_b": ""})
+        assert r.status_code == 422 and 'data-testid="window-error"' in r.text, (budget, r.status_code)
+    r = await client.get(PAGE, params={"input": INPUT, "max_tokens": "2,000", "max_tokens_b": ""})
+    assert r.status_code == 200 and modes(r.text)  # thousands separators are fine
     r = await client.get(PAGE, params={"input": "  ", "max_tokens": "900"})
     assert r.status_code == 422 and "input is required" in r.text
     r = await client.get(PAGE, params={"input": "x" * 40_000, "max_tokens": "900"})
