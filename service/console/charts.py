@@ -102,7 +102,7 @@ class EvidencePlot:
 
 
 WIDTH, HEIGHT = 800, 260
-LEFT, RIGHT = 60.0, 780.0
+LEFT, RIGHT = 100.0, 750.0
 AXIS_Y = 130.0
 ROW = 44.0  # distance of the first supporting / contradicting marker from the axis
 STACK = 16.0  # markers closer than STACK on the x axis are stacked this far apart
