@@ -87,6 +87,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         flush=True,
     )
     print(f"  API docs:   http://{settings.server.host}:{settings.server.port}/docs", flush=True)
+    print(f"  console:    http://{settings.server.host}:{settings.server.port}/console", flush=True)
     print(f"  create key: {exe} keys create --tenant demo --role agent   (in another terminal)", flush=True)
     uvicorn.run(
         create_app(settings),

@@ -205,3 +205,20 @@ async def test_the_static_files_are_served_locally(client: httpx.AsyncClient) ->
         r = await client.get(path)
         assert r.status_code == 200 and len(r.content) > 500, path
     assert "http://" not in page.replace("http://ctxmem.test", "") and "https://" not in page
+
+
+async def test_exporting_and_erasing_a_user_leave_console_sessions_alone(
+    client: httpx.AsyncClient, tenant: TenantKeys, db: Database
+) -> None:
+    """Sessions are keyed by key and tenant, not by end user: a user's export does not carry them and the
+    erasure (of every USER_TABLES table) neither deletes nor trips over them."""
+    await signed_in(client, tenant.admin)
+    r = await client.post("/v1/users/erased-one/items", json={"type": "fact", "content": "c"}, headers=tenant.agent)
+    assert r.status_code == 201
+    export = await client.get("/v1/users/erased-one/export", headers=tenant.admin)
+    assert export.status_code == 200 and "console" not in export.text and "csrf" not in export.text
+    erased = await client.delete("/v1/users/erased-one", headers=tenant.admin)
+    assert erased.status_code == 200, erased.text
+    assert "console_session" not in erased.json()["rows"]
+    assert await _sessions(db, tenant.tenant_id) == 1
+    assert (await client.get("/console/")).status_code == 200
