@@ -50,6 +50,20 @@ class Panel:
     errors: tuple[str, ...] = ()
     fix: str | None = None
 
+    @property
+    def history(self) -> list[tuple[str, str]]:
+        """The history messages the window kept, as (role, what was said), oldest first."""
+        return [_said(m) for m in self.window["messages"]] if self.window else []
+
+
+def _said(message: dict[str, Any]) -> tuple[str, str]:
+    content = message.get("content")
+    if isinstance(content, list):
+        content = " ".join(p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
+    calls = [c.get("function", {}).get("name", "?") for c in message.get("tool_calls") or []]
+    text = (content or "") + (f" [calls {', '.join(calls)}]" if calls else "")
+    return str(message.get("role", "?")), text.strip()
+
 
 def _bounds() -> tuple[int, int]:
     """The budgets the window request takes (its ``max_tokens`` field's limits)."""

@@ -45,6 +45,8 @@ async def test_the_timeline_shows_the_events_the_api_gives(client: httpx.AsyncCl
     expected = await api_actions(client, tenant)
     assert len(expected) >= 4 and actions(r.text) == expected
     assert {"item.created", "observation.added"} <= set(expected)
+    entry_link = re.search(rf'<a href="(/console/users/{USER}/entries/[0-9a-f-]+)">', r.text)
+    assert entry_link and (await client.get(entry_link.group(1))).status_code == 200  # a profile event's entry
     asc = await client.get(PAGE, params={"order": "asc"})
     assert actions(asc.text) == list(reversed(expected))
 

@@ -123,6 +123,8 @@ async def test_the_preview_writes_nothing_even_for_an_admin_whose_window_would_a
     kept = [int(n) for n in re.findall(r"history messages \((\d+) kept\)", r.text)]
     assert len(kept) == 2 and all(0 < n < len(turns) for n in kept)  # turns fell out of both windows
     assert await _state(db, tenant.tenant_id) == before
+    history = re.findall(r"<li><strong>(user|assistant)</strong>: ([^<]*)</li>", panel(r.text, "window-a"))
+    assert len(history) == kept[0] and history[-1] == ("assistant", turns[-1]["content"])
     # The same request through the API, with the same admin key, does write: the comparison above can fail.
     api = await client.post(
         f"/v1/users/{USER}/window", json={"input": INPUT, "session_id": "s1", "max_tokens": 700}, headers=tenant.admin
@@ -161,6 +163,21 @@ async def test_bad_budgets_and_inputs_are_pages_that_say_how_to_fix_them(
     assert r.status_code == 422 and "text/html" in r.headers["content-type"]
     r = await client.get("/console/users/bad%20user!/window", params={"input": INPUT})
     assert r.status_code == 422 and "text/html" in r.headers["content-type"]
+
+
+async def test_a_profile_entry_in_the_window_links_to_its_evidence(
+    client: httpx.AsyncClient, tenant: TenantKeys
+) -> None:
+    obs = {"dimension": "preference", "key": "cache", "value": "memcached", "session_id": "s1", "explicit": True}
+    r = await client.post(f"/v1/users/{USER}/observations", json=obs, headers=tenant.agent)
+    assert r.status_code in (200, 201), r.text
+    await signed_in(client, tenant.operator)
+    r = await client.get(PAGE, params={"input": INPUT, "session_id": "s1", "max_tokens": "2000", "max_tokens_b": ""})
+    assert r.status_code == 200, r.text
+    links = re.findall(r'<a href="([^"]+)" data-testid="window-entry-link">', r.text)
+    assert links, "the profile entry in the window has no link to its evidence"
+    entry = await client.get(links[0])
+    assert entry.status_code == 200 and "memcached" in entry.text
 
 
 async def test_another_tenants_user_is_a_404(
