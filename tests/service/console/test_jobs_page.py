@@ -30,6 +30,7 @@ async def test_an_admin_sees_a_run_form_per_job_and_runs_one(
     assert r.status_code == 200, r.text
     for name in JOB_NAMES:
         assert f'data-testid="run-job-{name}"' in r.text
+    assert 'href="/console/jobs" aria-current="page"' in r.text  # in an admin's menu
     r = await client.post("/console/jobs/decay/run", data={"csrf_token": csrf})
     assert r.status_code == 303 and r.headers["location"] == "/console/jobs"
     assert await tenant_runs(db, tenant.tenant_id) == 1
@@ -52,6 +53,8 @@ async def test_an_operator_sees_no_runs_and_may_not_run_a_job(
     assert r.status_code == 403 and "text/html" in r.headers["content-type"]
     assert "jobs:run" in r.text and "admin" in r.text  # what it needs, and which key has it
     assert "run-job-" not in r.text and "job-run-row" not in r.text
+    home = await client.get("/console/")
+    assert 'href="/console/jobs"' not in home.text  # the menu offers an operator no page it cannot open
     r = await client.post("/console/jobs/decay/run", data={"csrf_token": csrf})
     assert r.status_code == 403 and "jobs:run" in r.text
     assert await tenant_runs(db, tenant.tenant_id) == 0
