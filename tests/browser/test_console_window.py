@@ -41,6 +41,18 @@ async def seed_window_user(site: Site, user: str) -> None:
     assert r.status_code == 201, r.text
 
 
+def watch(pg: Any) -> list[str]:
+    """Script errors and CSP violations the page reports from now on (a 422 page the test asks for is not one)."""
+    problems: list[str] = []
+    expected = "the server responded with a status of 422"
+    pg.on(
+        "console",
+        lambda m: problems.append(m.text) if m.type in ("error", "warning") and expected not in m.text else None,
+    )
+    pg.on("pageerror", lambda e: problems.append(str(e)))
+    return problems
+
+
 async def sign_in(pg: Any, site: Site, role: str) -> None:
     await pg.goto(f"{site.url}/console/sign-in")
     await pg.fill('[data-testid="api-key"]', secret(getattr(site.keys, role)))
@@ -55,6 +67,7 @@ async def levels(pg: Any, side: str) -> list[int]:
 
 async def test_a_window_at_two_budgets_side_by_side(page: tuple[Any, Offline], site: Site) -> None:
     pg, offline = page
+    problems = watch(pg)
     await seed_window_user(site, "browser-w")
     await sign_in(pg, site, "operator")
     await pg.goto(f"{site.url}/console/users/browser-w")  # from the user's overview, by its link
@@ -99,11 +112,12 @@ async def test_a_window_at_two_budgets_side_by_side(page: tuple[Any, Offline], s
     error = pg.locator('[data-testid="window-a"] [data-testid="window-error"]')
     await error.wait_for()
     assert "raise budget a (max_tokens) to at least" in await error.inner_text()
-    assert offline.blocked == []
+    assert offline.blocked == [] and problems == []
 
 
 async def test_the_timeline_filters_by_kind(page: tuple[Any, Offline], site: Site) -> None:
     pg, offline = page
+    problems = watch(pg)
     await seed_window_user(site, "browser-tl")
     obs = {"dimension": "preference", "key": "drink", "value": "tea", "session_id": "s1"}
     r = await api(site, "POST", "/v1/users/browser-tl/observations", json=obs)
@@ -124,11 +138,12 @@ async def test_the_timeline_filters_by_kind(page: tuple[Any, Offline], site: Sit
     await pg.wait_for_load_state()
     SHOTS.mkdir(parents=True, exist_ok=True)
     await pg.screenshot(path=str(SHOTS / "console-timeline.png"), full_page=True)
-    assert offline.blocked == []
+    assert offline.blocked == [] and problems == []
 
 
 async def test_an_admin_runs_a_job(page: tuple[Any, Offline], site: Site) -> None:
     pg, offline = page
+    problems = watch(pg)
     await sign_in(pg, site, "admin")
     await pg.get_by_role("link", name="Jobs").click()
     await pg.wait_for_url("**/console/jobs")
@@ -139,11 +154,12 @@ async def test_an_admin_runs_a_job(page: tuple[Any, Offline], site: Site) -> Non
     assert await first.get_attribute("data-job") == "expire"
     SHOTS.mkdir(parents=True, exist_ok=True)
     await pg.screenshot(path=str(SHOTS / "console-jobs.png"), full_page=True)
-    assert offline.blocked == []
+    assert offline.blocked == [] and problems == []
 
 
 async def test_an_admin_erases_a_user_by_typing_the_id(page: tuple[Any, Offline], site: Site) -> None:
     pg, offline = page
+    problems = watch(pg)
     user = "browser-erase@example.com"
     await seed_window_user(site, user)
     await sign_in(pg, site, "admin")
@@ -166,4 +182,4 @@ async def test_an_admin_erases_a_user_by_typing_the_id(page: tuple[Any, Offline]
     assert (await pg.inner_text('[data-testid="erase-fingerprint"]')).startswith("sha256:")
     gone = await api(site, "GET", f"/v1/users/{user}/items", role="admin")
     assert gone.json()["items"] == []
-    assert offline.blocked == []
+    assert offline.blocked == [] and problems == []
