@@ -48,6 +48,8 @@ async def sign_in(
 ) -> Response:
     check_origin(request)
     target = safe_next(next)
+    # Signing in again replaces the browser's session rather than leaving the old one open beside it.
+    await console_session.sign_out(session, token=request.cookies.get(COOKIE))
     try:
         token, _ = await console_session.sign_in(
             session, api_key=api_key, now=clock.now(), idle_minutes=settings.console.idle_minutes

@@ -222,3 +222,14 @@ async def test_exporting_and_erasing_a_user_leave_console_sessions_alone(
     assert "console_session" not in erased.json()["rows"]
     assert await _sessions(db, tenant.tenant_id) == 1
     assert (await client.get("/console/")).status_code == 200
+
+
+async def test_signing_in_again_replaces_the_browsers_session(
+    client: httpx.AsyncClient, tenant: TenantKeys, db: Database
+) -> None:
+    await signed_in(client, tenant.operator)
+    first = client.cookies.get(COOKIE, path="/console")
+    await signed_in(client, tenant.admin)
+    assert client.cookies.get(COOKIE, path="/console") != first
+    assert await _sessions(db, tenant.tenant_id) == 1
+    assert "admin key" in (await client.get("/console/")).text
