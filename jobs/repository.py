@@ -376,3 +376,22 @@ async def list_runs(session: AsyncSession, *, tenant_id: str | None, name: str |
         params["name"] = name
     sql += " ORDER BY started_at DESC, id DESC LIMIT :limit"
     return list((await session.execute(text(sql), params)).mappings())
+
+
+# The latest finished run of each job (any tenant's or the global one), with the rows it changed in all:
+# for the job gauges of /metrics (jobs/metrics.py). One probe of ix_job_run_name_started per job name.
+LATEST_RUNS = """
+SELECT j.name, r.status, EXTRACT(EPOCH FROM r.finished_at - r.started_at)::float8 AS seconds,
+       EXTRACT(EPOCH FROM r.finished_at)::float8 AS finished,
+       (SELECT coalesce(sum(v.value::numeric), 0)::float8 FROM jsonb_each_text(coalesce(r.rows, '{}'::jsonb)) AS v
+        WHERE v.value ~ '^-?[0-9]+$') AS changed
+FROM unnest(CAST(:names AS text[])) AS j(name)
+CROSS JOIN LATERAL (
+    SELECT status, started_at, finished_at, rows FROM job_run
+    WHERE name = j.name AND finished_at IS NOT NULL ORDER BY started_at DESC LIMIT 1
+) AS r
+"""
+
+
+async def latest_runs(session: AsyncSession, *, names: list[str]) -> list[Any]:
+    return list((await session.execute(text(LATEST_RUNS), {"names": names})).mappings())

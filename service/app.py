@@ -8,11 +8,12 @@ import gc
 import logging
 from collections.abc import AsyncIterator
 
-from fastapi import FastAPI
-from prometheus_client import CollectorRegistry
+from fastapi import FastAPI, Request, Response
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from prometheus_fastapi_instrumentator import Instrumentator
 
 from jobs.endpoints import router as jobs_router
+from jobs.metrics import JobGauges
 from service.clock import Clock
 from service.console import STATIC_URL as CONSOLE_STATIC_URL
 from service.console import router as console_router
@@ -38,6 +39,7 @@ from service.users.endpoints import router as users_router
 from service.vectors.recall import OutboxGauges, VectorRecall, build_recall, outbox_worker
 from service.version import VERSION
 from service.windows.endpoints import router as windows_router
+from service.windows.metrics import WindowMetrics
 
 log = logging.getLogger("ctxmem")
 
@@ -128,13 +130,22 @@ def create_app(
     registry = CollectorRegistry(auto_describe=True)
     outbox_gauges = OutboxGauges(registry)
     app.state.outbox_gauges = outbox_gauges
+    app.state.window_metrics = WindowMetrics(registry)
+    job_gauges = JobGauges(registry)
     Instrumentator(
         registry=registry,
         excluded_handlers=["/metrics"],
         should_group_status_codes=False,
-    ).instrument(app, latency_lowr_buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0)).expose(
-        app, endpoint="/metrics", include_in_schema=False
-    )
+    ).instrument(app, latency_lowr_buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0))
+
+    @app.get("/metrics", include_in_schema=False)
+    async def metrics(request: Request) -> Response:
+        """The Prometheus text format; the job gauges are read from job_run first (jobs/metrics.py)."""
+        db = getattr(request.app.state, "db", None)
+        if db is not None:
+            await job_gauges.refresh(db)
+        return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
+
     # Outermost last: the rate limit first, then OPTIONS; oversize bodies are refused before they are read.
     app.add_middleware(RejectDuplicateKeys)
     app.add_middleware(BodySizeLimit, max_bytes=settings.server.max_body_bytes)

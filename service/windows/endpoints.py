@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Response
+from fastapi import APIRouter, Request, Response
 
 from schemas.windows import WindowRequest, WindowResponse
 from service.deps import ContextDep, IdempotencyDep, UserIdPath
@@ -18,10 +18,12 @@ router = APIRouter(prefix="/v1/users/{user_id}", tags=["window"], responses=ERRO
     summary="Assemble the context for the agent's next model call under a token budget",
 )
 async def window(
+    request: Request,
     user_id: UserIdPath,
     body: WindowRequest,
     ctx: ContextDep,
     idem: IdempotencyDep,
 ) -> Response:
-    result = await service.build_window(ctx, user_id=user_id, req=body)
+    observe = request.app.state.window_metrics.observe  # service/windows/metrics.py
+    result = await service.build_window(ctx, user_id=user_id, req=body, observe=observe)
     return await idem.respond_data(result, 200)

@@ -30,6 +30,7 @@ from service.settings import Settings
 from service.tokenizer import Tokenizer
 from service.windows import recall, repository
 from service.windows.cache import CACHE
+from service.windows.metrics import WindowStats
 from service.windows.state import UserState, Variant, item_element, retrieved_elements
 
 # BPEs whose pre-tokenizer never puts a newline and a following "#" into one piece: a window text counts
@@ -84,6 +85,8 @@ def cached_counter(tokenizer: Tokenizer) -> TokenCounter:
 MIN_ROOM_TOKENS = 64
 MIN_ITEM_TOKENS = 8
 MAX_OLDER_ITEMS = 1_000
+# The ids of the request's own pinned elements (its goal, plan and latest input): not items.
+REQUEST_ELEMENT = "request:"
 
 _MODELS: dict[str, ValueModel] = {}
 
@@ -105,14 +108,20 @@ def budget_of(req: WindowRequest, settings: Settings) -> int:
 
 
 async def build_window(
-    ctx: RequestContext, *, user_id: str, req: WindowRequest, archive: bool = True
+    ctx: RequestContext,
+    *,
+    user_id: str,
+    req: WindowRequest,
+    archive: bool = True,
+    observe: Callable[[WindowStats], None] | None = None,
 ) -> dict[str, Any]:
     """The window for this request (docs/design.md §3.6): the request's own history and pinned text, the
     user's standing rows (cached), the retrieved items, one selection under the budget — and, when that
     leaves room with every candidate whole, a second one that adds the user's next older items.
 
     ``archive=False`` (the console's preview) writes nothing: the stored session turns that fall out stay
-    live for the agent's own next window, and ``archive_dropped`` is not honoured."""
+    live for the agent's own next window, and ``archive_dropped`` is not honoured. ``observe`` is handed the
+    window's context-management figures (the endpoint's Prometheus series, service/windows/metrics.py)."""
     principal, settings = ctx.principal, ctx.settings
     principal.require(Permission.ITEMS_READ)
     if req.archive_dropped:
@@ -192,7 +201,7 @@ async def build_window(
             session_id=req.session_id,
             task_id=req.task_id,
         )
-    return _response(
+    response = _response(
         outcome,
         budget=budget,
         turn=turn,
@@ -203,6 +212,37 @@ async def build_window(
         not_retrieved=max(0, state.applicable - len(state.known) - applicable),
         archived_id=archived_id,
         prompt=_prompt(outcome, req, [turn.messages[i] for i in outcome.kept_messages]),
+    )
+    if observe is not None:
+        observe(_stats(ctx, user_id, req, outcome, found, budget=budget, omitted=len(response["omitted"])))
+    return response
+
+
+def _stats(
+    ctx: RequestContext,
+    user_id: str,
+    req: WindowRequest,
+    outcome: Any,
+    found: recall.Relevance,
+    *,
+    budget: int,
+    omitted: int,
+) -> WindowStats:
+    placed = [p for s in outcome.sections for p in s.items if not p.id.startswith(REQUEST_ELEMENT)]
+    whole = sum(1 for p in placed if p.level == 0)
+    relevant = found.scores
+    return WindowStats(
+        mode=outcome.mode,
+        budget=budget,
+        used=outcome.used,
+        pinned=outcome.pinned_tokens,
+        whole=whole,
+        compressed=len(placed) - whole,
+        omitted=omitted,
+        relevant=len(relevant),
+        relevant_placed=sum(1 for p in placed if p.id in relevant),
+        session=(ctx.principal.tenant_id, user_id, req.session_id) if req.session_id is not None else None,
+        prefix_hash=outcome.prefix_hash,
     )
 
 
@@ -228,11 +268,12 @@ def _turn(req: WindowRequest, messages: list[dict[str, Any]], count: TokenCounte
         count(json.dumps(req.tools, sort_keys=True, separators=(",", ":"), ensure_ascii=False)) if req.tools else 0
     )
     pinned: list[Element] = []
-    if req.goal:
-        pinned.append(pinned_element("request:goal", "goal", req.goal, "pinned: goal of this request", count))
-    if req.plan:
-        pinned.append(pinned_element("request:plan", "plan", req.plan, "pinned: plan of this request", count))
-    pinned.append(pinned_element("request:input", "input", req.input, "pinned: latest input", count, verbatim=True))
+    for name, text in (("goal", req.goal), ("plan", req.plan)):
+        if text:
+            reason = f"pinned: {name} of this request"
+            pinned.append(pinned_element(f"{REQUEST_ELEMENT}{name}", name, text, reason, count))
+    latest = f"{REQUEST_ELEMENT}input"
+    pinned.append(pinned_element(latest, "input", req.input, "pinned: latest input", count, verbatim=True))
     return Turn(messages, units, tools_tokens, pinned)
 
 

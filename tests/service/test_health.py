@@ -73,3 +73,68 @@ async def test_metrics_count_requests_by_route_and_status(client: httpx.AsyncCli
     }
     timed = ("http_request_duration_seconds_count", "handler", "method")
     assert moved(samples(first, *timed), samples(r.text, *timed)) == {(route, "POST"): 2, (route, "GET"): 4}
+
+
+async def test_window_metrics_describe_the_windows_served(client: httpx.AsyncClient, tenant: TenantKeys) -> None:
+    """Each window moves the context-management series by what it did: its mode, how full it is, what it
+    kept whole or compressed or left out, whether its session's prefix was the previous window's, and how
+    many of the items the query found reached it."""
+    user = f"metrics-{tenant.tenant_id}"
+    items = [
+        {"type": "fact", "content": f"Note {i} about the orders replica lag and nightly batch sizes."}
+        for i in range(30)
+    ]
+    items.append({"type": "constraint", "content": "Never restart the primary during business hours."})
+    r = await client.post(f"/v1/users/{user}/items/batch", json={"items": items}, headers=tenant.agent)
+    assert r.status_code in (200, 201), r.text
+    first = (await client.get("/metrics")).text
+    ask = {"input": "How bad is the orders replica lag?", "session_id": "s-1"}
+    for body in ({**ask, "max_tokens": 4000}, {**ask, "max_tokens": 4000}, {**ask, "max_tokens": 150}):
+        r = await client.post(f"/v1/users/{user}/window", json=body, headers=tenant.agent)
+        assert r.status_code == 200, r.text
+    small = r.json()
+    after = (await client.get("/metrics")).text
+
+    modes = moved(samples(first, "ctxmem_windows_total", "mode"), samples(after, "ctxmem_windows_total", "mode"))
+    assert sum(modes.values()) == 3 and modes[(small["mode"],)] >= 1
+    assert moved(
+        samples(first, "ctxmem_window_prefix_total", "outcome"), samples(after, "ctxmem_window_prefix_total", "outcome")
+    ) == {("first",): 1, ("reused",): 2}  # the rules section is the same in all three
+    for ratio in ("ctxmem_window_utilisation_ratio_count", "ctxmem_window_pinned_share_ratio_count"):
+        assert moved(samples(first, ratio), samples(after, ratio)) == {(): 3}
+    outcomes = moved(
+        samples(first, "ctxmem_window_items_total", "outcome"), samples(after, "ctxmem_window_items_total", "outcome")
+    )
+    placed = [p for s in small["sections"] for p in s["items"] if not p["id"].startswith("request:")]
+    assert outcomes[("omitted",)] >= len(small["omitted"]) > 0  # the 150-token window left notes out
+    assert outcomes[("whole",)] >= 2 * 31  # the generous windows kept every item whole
+    assert sum(outcomes.values()) == 2 * 31 + len(placed) + len(small["omitted"])
+    coverage = ("ctxmem_window_recall_coverage_ratio_count",)
+    assert moved(samples(first, *coverage), samples(after, *coverage)) == {(): 3}
+    full = ("ctxmem_window_recall_coverage_ratio_bucket", "le")
+    assert moved(samples(first, *full), samples(after, *full)).get(("0.9",), 0) == 1  # only the small one missed
+
+
+async def test_job_gauges_show_each_jobs_latest_run(client: httpx.AsyncClient, tenant: TenantKeys) -> None:
+    r = await client.post("/v1/jobs/expire/run", json={}, headers=tenant.admin)
+    assert r.status_code == 200, r.text
+    run = r.json()
+    text = (await client.get("/metrics")).text
+    assert samples(text, "ctxmem_job_last_failed", "job")[("expire",)] == 0.0
+    assert samples(text, "ctxmem_job_last_duration_seconds", "job")[("expire",)] >= 0.0
+    finished = samples(text, "ctxmem_job_last_finished_timestamp_seconds", "job")[("expire",)]
+    assert finished > 0 and run["status"] == "succeeded"
+
+
+async def test_metrics_answer_while_the_database_is_down(settings) -> None:  # type: ignore[no-untyped-def]
+    from service.app import create_app
+    from service.db.engine import create_database
+
+    broken = settings.replace(database_url="postgresql://nobody@127.0.0.1:1/none")
+    db = create_database(broken.database.url, broken)
+    app = create_app(broken, database=db)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as c:
+        r = await c.get("/metrics")
+    await db.dispose()
+    assert r.status_code == 200
+    assert "ctxmem_job_last_failed" in r.text  # described, with no samples yet
