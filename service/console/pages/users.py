@@ -3,10 +3,12 @@ and domain with 4C bars, items by type, conflicted slots with their history)."""
 
 from __future__ import annotations
 
+import re
 from typing import Annotated
 
 from fastapi import Query, Request, Response
 
+from schemas.common import ID_PATTERN
 from schemas.items import ItemRead
 from service.console import service
 from service.console.charts import FourCBar, fourc_bar
@@ -19,6 +21,7 @@ from service.profiles import service as profiles
 
 router = console_router()
 
+USER_ID = re.compile(ID_PATTERN)
 TIER_LABELS = {"current": "Current", "candidate": "Candidate", "long_term": "Long-term"}
 
 
@@ -27,11 +30,18 @@ async def users_page(
     request: Request,
     operator: Operator,
     q: Annotated[str, Query(max_length=128, description="The start of a user id")] = "",
-    after: Annotated[str | None, Query(max_length=128)] = None,
+    after: Annotated[str | None, Query(max_length=128, pattern=ID_PATTERN)] = None,
 ) -> Response:
-    ctx = context(request, operator)
-    page = await service.list_users(ctx, prefix=q.strip(), after=after, limit=None)
-    return render(request, "users.html", operator=operator, q=q.strip(), after=after, page=page)
+    ctx, q = context(request, operator), q.strip()
+    if q and not USER_ID.match(q):
+        # Not a 500 and not an error page: the search form again, saying what an id can hold.
+        error = "User ids hold only letters, digits and . _ : @ - — nothing else can match."
+        empty = service.UserPage(users=[], next_after=None)
+        return render(
+            request, "users.html", operator=operator, status_code=422, q=q, after=None, page=empty, error=error
+        )
+    page = await service.list_users(ctx, prefix=q, after=after, limit=None)
+    return render(request, "users.html", operator=operator, q=q, after=after, page=page, error=None)
 
 
 def _all_items(cursor: str | None) -> items.ItemQuery:

@@ -103,9 +103,11 @@ async def test_a_prefix_of_like_wildcards_matches_them_literally(client: httpx.A
     await signed_in(client, tenant.operator)
     r = await client.get("/console/", params={"q": f"{base}_"})
     assert [_cells(row)["User"] for row in _rows(r.text, "user-row")] == [f"{base}_x"]
-    for q in ("%", "\\", "'; DROP TABLE end_user; --", "é"):
+    for q in ("%", "\\", "'; DROP TABLE end_user; --", "é", "a\x00b", "a b"):
         r = await client.get("/console/", params={"q": q})
-        assert r.status_code == 200 and not _rows(r.text, "user-row"), q
+        assert r.status_code == 422 and not _rows(r.text, "user-row"), q
+        assert "text/html" in r.headers["content-type"], q
+        assert 'data-testid="search-error"' in r.text or 'data-testid="error"' in r.text, q
 
 
 async def _profile_user(client: httpx.AsyncClient, tenant: TenantKeys) -> tuple[str, dict[str, Any]]:
@@ -198,6 +200,10 @@ async def test_bad_ids_are_422_pages_not_500s(client: httpx.AsyncClient, tenant:
         "/console/users/u/entries/0190a5c2-7d3e-7c4a-9b1e-2f6d8a4c1b00?colour=red",
         "/console/users/u?cursor=garbage",
         "/console/?after=" + "x" * 200,
+        "/console/?after=a%00b",
+        "/console/?after=a%20b",
+        "/console/users/u%00",
+        "/console/users/u/entries/0190a5c2-7d3e-7c4a-9b1e-2f6d8a4c1b00?colour=%00",
     ):
         r = await client.get(path)
         assert r.status_code in (404, 422), (path, r.status_code)
