@@ -28,6 +28,7 @@ from service.health.endpoints import router as health_router
 from service.items.endpoints import router as items_router
 from service.json_body import RejectDuplicateKeys
 from service.limits import BodySizeLimit
+from service.logs import RequestId
 from service.methods import OptionsResponder
 from service.profiles.endpoints import router as profiles_router
 from service.rate_limit import RateLimit
@@ -146,11 +147,13 @@ def create_app(
             await job_gauges.refresh(db)
         return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
 
-    # Outermost last: the rate limit first, then OPTIONS; oversize bodies are refused before they are read.
+    # Outermost last: the request id first (every answer names its request, a 429 too), the rate limit,
+    # then OPTIONS; oversize bodies are refused before they are read.
     app.add_middleware(RejectDuplicateKeys)
     app.add_middleware(BodySizeLimit, max_bytes=settings.server.max_body_bytes)
     app.add_middleware(OptionsResponder, router=app.router)
     app.add_middleware(
         RateLimit, rate=settings.rate_limit.per_second, burst=settings.rate_limit.burst, clock=app.state.clock
     )
+    app.add_middleware(RequestId)
     return app

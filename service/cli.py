@@ -54,6 +54,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from service.app import create_app
     from service.db import migrate
     from service.http_server import uvicorn_options
+    from service.logs import log_config
     from service.version import VERSION
 
     settings = _settings(args)
@@ -94,6 +95,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         host=settings.server.host,
         port=settings.server.port,
         log_level=settings.server.log_level,
+        log_config=log_config(level=settings.server.log_level, fmt=settings.server.log_format),
         **uvicorn_options(settings),
     )
     return 0
@@ -285,12 +287,13 @@ def cmd_jobs_runs(args: argparse.Namespace) -> int:
 
 
 def cmd_scheduler(args: argparse.Namespace) -> int:
-    import logging
+    import logging.config
 
     from jobs.scheduler import run_scheduler
+    from service.logs import log_config
 
     settings = _settings(args)
-    logging.basicConfig(level=settings.server.log_level.upper(), format="%(asctime)s %(name)s %(message)s")
+    logging.config.dictConfig(log_config(level=settings.server.log_level, fmt=settings.server.log_format))
 
     async def work(db: Any) -> int:
         await run_scheduler(db, settings)

@@ -109,6 +109,8 @@ class ServerSettings(_Group):
     # Embedded PostgreSQL (postgres/), embedded vector index (vectors/), tokenizer file (tiktoken/).
     data_dir: Path = Path(".ctxmem")
     log_level: Literal["debug", "info", "warning", "error"] = "info"
+    # Each log line as text (with its request id in brackets) or as one JSON object (service/logs.py).
+    log_format: Literal["text", "json"] = "text"
     # Limits (docs/design.md §4).
     max_body_bytes: int = Field(1024 * 1024, ge=1024)
     # Slow or oversized requests (service/http_server.py): a request's line and headers must arrive within
@@ -355,6 +357,7 @@ FLAT_NAMES: dict[str, str] = {
     "port": "server.port",
     "data_dir": "server.data_dir",
     "log_level": "server.log_level",
+    "log_format": "server.log_format",
     "max_body_bytes": "server.max_body_bytes",
     "header_timeout_seconds": "server.header_timeout_seconds",
     "body_timeout_seconds": "server.body_timeout_seconds",

@@ -15,6 +15,7 @@ from service.db import migrate
 from service.db.engine import Database
 from service.json_body import RejectDuplicateKeys
 from service.limits import BodySizeLimit
+from service.logs import RequestId
 from service.methods import OptionsResponder
 from service.rate_limit import RateLimit
 from service.settings import Settings
@@ -46,12 +47,12 @@ def test_the_openapi_document_names_the_version_and_hides_metrics(app: FastAPI) 
     assert "application/problem+json" in doc["info"]["description"]
 
 
-def test_middleware_runs_rate_limit_first_and_reads_bodies_last(app: FastAPI) -> None:
+def test_middleware_names_the_request_first_then_rate_limits_and_reads_bodies_last(app: FastAPI) -> None:
     # add_middleware puts each one outside the previous: this list is outermost first (the metrics
     # middleware the instrumentator adds sits inside them all).
-    ours = (RateLimit, OptionsResponder, BodySizeLimit, RejectDuplicateKeys)
+    ours = (RequestId, RateLimit, OptionsResponder, BodySizeLimit, RejectDuplicateKeys)
     assert [m.cls for m in app.user_middleware if m.cls in ours] == list(ours)
-    assert app.user_middleware[0].cls is RateLimit
+    assert app.user_middleware[0].cls is RequestId
 
 
 def test_the_state_a_request_needs_is_set_at_creation(app: FastAPI, settings: Settings, db: Database) -> None:
