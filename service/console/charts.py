@@ -19,8 +19,9 @@ PARTS: tuple[tuple[str, str, str], ...] = (
 )
 # The parts' colours (console.css repeats them for the legend's swatches, .sw-<part>).
 PART_COLOURS = {"count": "#0b5cad", "continuity": "#3f8f3f", "cross_context": "#a15c00", "confirmation": "#6f42c1"}
-# Okabe-Ito: told apart with the common colour-vision deficiencies, each dark enough on white for a marker.
-PALETTE = ("#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9", "#000000", "#8c6d1f")
+# Okabe-Ito's hues, darkened where needed so that every marker stands 3:1 against the white plot (WCAG
+# 1.4.11; tests/service/console/test_static.py), with the shapes telling the kinds apart without colour.
+PALETTE = ("#0072b2", "#c85200", "#00805f", "#b0487f", "#6a3d9a", "#8c6d1f", "#1b1f24", "#a07800")
 
 
 @dataclass(frozen=True)
