@@ -14,6 +14,7 @@ from prometheus_fastapi_instrumentator import Instrumentator
 
 from jobs.endpoints import router as jobs_router
 from jobs.metrics import JobGauges
+from service.auth.cache import KeyCache, listen_for_revocations
 from service.clock import Clock
 from service.console import STATIC_URL as CONSOLE_STATIC_URL
 from service.console import router as console_router
@@ -74,6 +75,9 @@ def create_app(
         app.state.db = db
         stop = asyncio.Event()
         worker_task = None
+        listener = None
+        if settings.server.key_cache_seconds > 0:
+            listener = asyncio.create_task(listen_for_revocations(db.url, app.state.key_cache, stop))
         if database is None:
             recall = await build_recall(db, settings)
             app.state.vectors = recall
@@ -93,6 +97,8 @@ def create_app(
             stop.set()
             if worker_task is not None:
                 await worker_task
+            if listener is not None:
+                await listener
             if database is None:
                 if app.state.vectors is not None:
                     await app.state.vectors.index.close()
@@ -112,6 +118,7 @@ def create_app(
     if database is not None:
         app.state.db = database
     app.state.clock = clock or Clock()
+    app.state.key_cache = KeyCache(settings.server.key_cache_seconds)
     app.state.tokenizer = build_tokenizer(settings.tokens.tokenizer, cache_dir=settings.resolved_tokenizer_cache_dir)
     app.state.migration_head = migrate.head_revision()
     app.state.migration_revisions = migrate.known_revisions()

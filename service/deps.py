@@ -71,11 +71,12 @@ bearer = HTTPBearer(
 
 
 async def get_principal(
+    request: Request,
     session: SessionDep,
     _scheme: Annotated[HTTPAuthorizationCredentials | None, Security(bearer)],
     authorization: Annotated[str | None, Header(include_in_schema=False)] = None,
 ) -> Principal:
-    return await authenticate(session, authorization)
+    return await authenticate(session, authorization, request.app.state.key_cache)
 
 
 PrincipalDep = Annotated[Principal, Depends(get_principal)]

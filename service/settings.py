@@ -111,6 +111,9 @@ class ServerSettings(_Group):
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     # Each log line as text (with its request id in brackets) or as one JSON object (service/logs.py).
     log_format: Literal["text", "json"] = "text"
+    # How long a checked API key's principal is reused by this process (service/auth/cache.py; revocation
+    # still takes effect at once through a notification). 0: read the key on every request.
+    key_cache_seconds: float = Field(30.0, ge=0, le=3600)
     # Limits (docs/design.md §4).
     max_body_bytes: int = Field(1024 * 1024, ge=1024)
     # Slow or oversized requests (service/http_server.py): a request's line and headers must arrive within
@@ -358,6 +361,7 @@ FLAT_NAMES: dict[str, str] = {
     "data_dir": "server.data_dir",
     "log_level": "server.log_level",
     "log_format": "server.log_format",
+    "key_cache_seconds": "server.key_cache_seconds",
     "max_body_bytes": "server.max_body_bytes",
     "header_timeout_seconds": "server.header_timeout_seconds",
     "body_timeout_seconds": "server.body_timeout_seconds",

@@ -5,11 +5,14 @@ from __future__ import annotations
 import uuid
 from datetime import datetime
 
-from sqlalchemy import delete, exists, select
+from sqlalchemy import delete, exists, func, select
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from service.db.models import ApiKey, ConsoleSession, EndUser, Event, Tenant
+
+# The channel a key's revocation is announced on: its secret hash, when the revoking transaction commits.
+REVOKED_CHANNEL = "ctxmem_key_revoked"
 
 
 async def ensure_tenant(session: AsyncSession, tenant_id: str, now: datetime) -> bool:
@@ -41,6 +44,8 @@ async def revoke_key(session: AsyncSession, tenant_id: str, key_id: uuid.UUID, n
         await session.flush()
         # Its console sessions end now (a session also checks its key on every request).
         await session.execute(delete(ConsoleSession).where(ConsoleSession.key_id == key_id))  # type: ignore[arg-type]
+        # Every API process forgets the key when this commits (service/auth/cache.py).
+        await session.execute(select(func.pg_notify(REVOKED_CHANNEL, key.secret_hash)))
     return key
 
 
@@ -51,4 +56,8 @@ async def delete_tenant(session: AsyncSession, tenant_id: str) -> None:
     if remaining.scalar_one():
         raise ValueError(f"tenant {tenant_id!r} still has users: erase them first")
     await session.execute(delete(Event).where(Event.tenant_id == tenant_id))  # type: ignore[arg-type]
+    # Its keys go with it (cascade): every API process forgets them at commit, as on revocation.
+    await session.execute(
+        select(func.pg_notify(REVOKED_CHANNEL, ApiKey.secret_hash)).where(ApiKey.tenant_id == tenant_id)
+    )
     await session.execute(delete(Tenant).where(Tenant.id == tenant_id))  # type: ignore[arg-type]

@@ -9,6 +9,7 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -17,6 +18,9 @@ from service.db.models import ApiKey
 from service.errors import Forbidden, Unauthorized, ValidationFailed
 from service.events import Operator, event, record_events
 from service.ids import uuid7
+
+if TYPE_CHECKING:
+    from service.auth.cache import KeyCache
 
 KEY_PREFIX = "cmk_"
 TENANT_PATTERN_MAX = 128
@@ -125,7 +129,7 @@ async def create_key(
     return IssuedKey(id=key.id, tenant_id=tenant_id, role=role, secret=secret, created_at=now)
 
 
-async def authenticate(session: AsyncSession, authorization: str | None) -> Principal:
+async def authenticate(session: AsyncSession, authorization: str | None, cache: KeyCache | None = None) -> Principal:
     if not authorization:
         raise Unauthorized("send Authorization: Bearer <api key>")
     scheme, _, token = authorization.partition(" ")
@@ -134,7 +138,13 @@ async def authenticate(session: AsyncSession, authorization: str | None) -> Prin
         raise Unauthorized("the Authorization header must be 'Bearer <api key>'")
     if not token.startswith(KEY_PREFIX) or len(token) > 200:
         raise Unauthorized("unknown or revoked API key")
-    key = await repository.key_by_hash(session, hash_secret(token))
+    secret_hash = hash_secret(token)
+    if cache is not None and (known := cache.get(secret_hash)) is not None:
+        return known
+    key = await repository.key_by_hash(session, secret_hash)
     if key is None:
         raise Unauthorized("unknown or revoked API key")
-    return Principal(tenant_id=key.tenant_id, key_id=key.id, role=key.role)
+    principal = Principal(tenant_id=key.tenant_id, key_id=key.id, role=key.role)
+    if cache is not None:
+        cache.put(secret_hash, principal)
+    return principal
