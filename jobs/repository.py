@@ -303,6 +303,18 @@ WITH gone AS (
 SELECT count(*) FROM gone
 """
 
+# Console sessions idle past CTXMEM_CONSOLE_IDLE_MINUTES: refused at their next use already, deleted here.
+PURGE_CONSOLE_SESSIONS = f"""
+WITH gone AS (
+    DELETE FROM console_session c WHERE c.id IN (
+        SELECT id FROM console_session
+        WHERE last_seen_at <= CAST(:now AS timestamptz) - make_interval(mins => :minutes)
+          AND {_TENANT.format(t="console_session")} LIMIT :batch)
+    RETURNING 1
+)
+SELECT count(*) FROM gone
+"""
+
 COUNT_PURGE = f"""
 SELECT count(*) FROM context_item i
 WHERE i.status = 'deleted' AND i.deleted_at <= CAST(:now AS timestamptz) - make_interval(days => :days)

@@ -151,7 +151,8 @@ async def job_promote(ctx: JobContext) -> dict[str, int]:
 
 
 async def job_purge(ctx: JobContext) -> dict[str, int]:
-    """Hard-delete what is past retention: tombstoned items, stored idempotent responses, old job runs.
+    """Hard-delete what is past retention: tombstoned items, stored idempotent responses, old job runs,
+    console sessions idle past their expiry.
     (Erasing a user deletes everything at once; nothing of an erased user is left to purge.)"""
     s = ctx.settings
     p = ctx.params(days=s.jobs.purge_deleted_after_days)
@@ -161,7 +162,14 @@ async def job_purge(ctx: JobContext) -> dict[str, int]:
         ctx, "idempotency_purged", repository.PURGE_IDEMPOTENCY, ctx.params(hours=s.jobs.idempotency_retention_hours)
     )
     runs = await _sweep(ctx, "job_runs_purged", repository.PURGE_RUNS, ctx.params(days=s.jobs.run_retention_days))
-    return {"items_purged": items, "idempotency_purged": idem, "job_runs_purged": runs}
+    idle = ctx.params(minutes=s.console.idle_minutes)
+    consoles = await _sweep(ctx, "console_sessions_purged", repository.PURGE_CONSOLE_SESSIONS, idle)
+    return {
+        "items_purged": items,
+        "idempotency_purged": idem,
+        "job_runs_purged": runs,
+        "console_sessions_purged": consoles,
+    }
 
 
 async def job_reindex(ctx: JobContext) -> dict[str, int]:

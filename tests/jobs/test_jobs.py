@@ -14,7 +14,8 @@ from jobs.runner import run_job
 from scoring.fourc import Evidence, FourCWeights, promotable, score_4c
 from scoring.profile import DECAYING_STATUSES, TIER_ORDER, EntryState, decay_step, decayed_score
 from service.clock import FixedClock
-from service.db.engine import Database
+from service.console.session import sign_in as console_sign_in
+from service.db.engine import Database, session_scope
 from service.settings import FourCSettings, Settings
 from tests.conftest import TenantKeys
 
@@ -181,6 +182,31 @@ async def test_purge_tombstones_past_retention(
     assert (await run("purge", db, settings, tenant, now + timedelta(days=31))).rows["items_purged"] == 1
     r = await client.get(f"/v1/users/j/items/{item['id']}", headers=tenant.agent)
     assert r.status_code == 404
+
+
+async def test_purge_deletes_console_sessions_idle_past_their_expiry(
+    tenant: TenantKeys, other_tenant: TenantKeys, db: Database, settings: Settings
+) -> None:
+    signed_in = datetime(2026, 9, 1, tzinfo=UTC)
+    idle = settings.console.idle_minutes
+    async with session_scope(db) as s:
+        for keys in (tenant, other_tenant):
+            secret = keys.operator["Authorization"].removeprefix("Bearer ")
+            await console_sign_in(s, api_key=secret, now=signed_in, idle_minutes=idle)
+
+    async def sessions() -> dict[str, int]:
+        async with db.engine.connect() as conn:
+            rows = await conn.execute(
+                text("SELECT tenant_id, count(*) FROM console_session WHERE tenant_id = ANY(:t) GROUP BY tenant_id"),
+                {"t": [tenant.tenant_id, other_tenant.tenant_id]},
+            )
+            return {r[0]: r[1] for r in rows}
+
+    early = await run("purge", db, settings, tenant, signed_in + timedelta(minutes=idle - 1))
+    assert early.rows["console_sessions_purged"] == 0
+    late = await run("purge", db, settings, tenant, signed_in + timedelta(minutes=idle + 1))
+    assert late.rows["console_sessions_purged"] == 1
+    assert await sessions() == {other_tenant.tenant_id: 1}  # the run was the tenant's own
 
 
 async def test_jobs_stay_inside_the_tenant(
