@@ -447,7 +447,7 @@ async def main(args: argparse.Namespace) -> int:
             for conv, q in questions:
                 ids = item_of[conv.sample_id]
                 conv_rows = rows_of[conv.user_id]
-                req = WindowRequest(input=q.question, max_tokens=budget)
+                req = WindowRequest(input=q.question, max_tokens=budget, detail="full")  # why evidence was left out
                 async with db.sessionmaker() as s:
                     ctx = RequestContext(s, principal, settings, tokenizer, Clock().now(), recall)
                     t0 = time.perf_counter()

@@ -92,6 +92,10 @@ class ChatMessage(PassThrough):
         return self
 
 
+# With detail "summary", the omitted items listed at most (the most relevant to the query).
+OMITTED_LISTED = 20
+
+
 class WindowRequest(StrictModel):
     """The context for the agent's next model call. Send exactly one budget: ``max_tokens``, or
     ``context_limit`` (with ``reserve_tokens``)."""
@@ -183,6 +187,13 @@ class WindowRequest(StrictModel):
         "message); window: the text and messages only",
         examples=["openai"],
     )
+    detail: Literal["summary", "full"] = Field(
+        "summary",
+        description="How much the response says about what was left out. summary: the omitted items relevant to "
+        f"the query (best first, at most {OMITTED_LISTED}) and counts of all of them by reason in omitted_summary; "
+        "full: every omitted item with its reason. What was kept is listed in full either way",
+        examples=["full"],
+    )
 
     @model_validator(mode="after")
     def _budget(self) -> WindowRequest:
@@ -218,6 +229,16 @@ class Omitted(ReadModel):
     reason: str
 
 
+class OmittedSummary(ReadModel):
+    count: int = Field(description="Every candidate item left out of this window")
+    listed: int = Field(description="How many of them omitted lists (all of them with detail full)")
+    reasons: dict[str, int] = Field(
+        description="How many were left out for each kind of reason (the reason up to its first ';', without "
+        "the item it names)",
+        examples=[{"dropped: over budget (background)": 212, "stale tool result (past expires_at)": 3}],
+    )
+
+
 class WindowTokens(ReadModel):
     budget: int = Field(description="The budget this window was assembled under")
     used: int = Field(description="Tokens of everything returned: text + messages + tools (at most budget)")
@@ -236,7 +257,11 @@ class WindowResponse(ReadModel):
     text: str
     sections: list[WindowSection]
     messages: list[dict[str, Any]]
-    omitted: list[Omitted]
+    omitted: list[Omitted] = Field(
+        description="Candidate items left out, each with why: with detail summary only those relevant to the "
+        "query, best first; with detail full all of them"
+    )
+    omitted_summary: OmittedSummary
     warnings: list[str]
     tokens: WindowTokens
     prefix_tokens: int

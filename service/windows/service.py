@@ -11,11 +11,11 @@ from __future__ import annotations
 import json
 import uuid
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from schemas.windows import WindowRequest
+from schemas.windows import OMITTED_LISTED, WindowRequest
 from scoring import history, prompts
 from scoring.conflicts import normalize_value
 from scoring.scopes import ScopeContext
@@ -212,9 +212,11 @@ async def build_window(
         not_retrieved=max(0, state.applicable - len(state.known) - applicable),
         archived_id=archived_id,
         prompt=_prompt(outcome, req, [turn.messages[i] for i in outcome.kept_messages]),
+        detail=req.detail,
     )
     if observe is not None:
-        observe(_stats(ctx, user_id, req, outcome, found, budget=budget, omitted=len(response["omitted"])))
+        omitted = response["omitted_summary"]["count"]
+        observe(_stats(ctx, user_id, req, outcome, found, budget=budget, omitted=omitted))
     return response
 
 
@@ -353,10 +355,11 @@ def _response(
     not_retrieved: int,
     archived_id: Any,
     prompt: dict[str, Any] | None,
+    detail: str,
 ) -> dict[str, Any]:
     """The response as plain data, serialised once by the endpoint: the hot path skips model validation
     of ~1,000 items. Its shape is WindowResponse (tests validate responses against it)."""
-    omitted = [{"id": i, "reason": r} for i, r in (*state.omitted, *left_out, *outcome.omitted)]
+    omitted, omitted_summary = _omitted((*state.omitted, *left_out, *outcome.omitted), found.scores, detail)
     sections = [
         {
             "id": s.id,
@@ -375,6 +378,7 @@ def _response(
         "sections": sections,
         "messages": [turn.messages[i] for i in outcome.kept_messages],
         "omitted": omitted,
+        "omitted_summary": omitted_summary,
         "warnings": [*state.warnings, *found.warnings],
         "tokens": {
             "budget": budget,
@@ -393,6 +397,25 @@ def _response(
         "not_retrieved": not_retrieved,
         "prompt": prompt,
     }
+
+
+def _omitted(
+    omitted: Sequence[tuple[str, str]], relevance: Mapping[str, float], detail: str
+) -> tuple[list[dict[str, str]], dict[str, Any]]:
+    """What the response lists of the items left out — all of them (``full``), or those relevant to the
+    query, best first, at most ``OMITTED_LISTED`` (``summary``) — and the count of all by kind of reason."""
+    kinds: dict[str, int] = {}
+    for _, reason in omitted:
+        kind = reason.split(";", 1)[0].split(" by ", 1)[0]
+        kinds[kind] = kinds.get(kind, 0) + 1
+    if detail == "full":
+        listed = list(omitted)
+    else:
+        relevant = [o for o in omitted if relevance.get(o[0])]
+        relevant.sort(key=lambda o: (-relevance[o[0]], o[0]))
+        listed = relevant[:OMITTED_LISTED]
+    summary = {"count": len(omitted), "listed": len(listed), "reasons": dict(sorted(kinds.items()))}
+    return [{"id": i, "reason": r} for i, r in listed], summary
 
 
 def _prompt(outcome: Any, req: WindowRequest, messages: list[dict[str, Any]]) -> dict[str, Any] | None:

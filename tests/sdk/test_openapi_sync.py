@@ -49,6 +49,7 @@ RESPONSES: dict[type[Model], str] = {
     models.WindowSection: "WindowSection",
     models.WindowTokens: "WindowTokens",
     models.Omitted: "Omitted",
+    models.OmittedSummary: "OmittedSummary",
     models.StoredMessage: "StoredMessage",
     models.MessagesAppended: "MessagesAppended",
     models.MessagePage: "MessagePage",

@@ -90,7 +90,8 @@ def _budget(raw: str, field: str) -> int | str:
 def _request(fields: dict[str, str | None], budget: int) -> WindowRequest | list[str]:
     body = {k: v for k, v in fields.items() if v}
     try:
-        return WindowRequest.model_validate({**body, "max_tokens": budget})
+        # The preview lists every omitted item with its reason.
+        return WindowRequest.model_validate({**body, "max_tokens": budget, "detail": "full"})
     except ValidationError as exc:
         return [explain(dict(e), body_model=WindowRequest, content_type=None) for e in exc.errors()]
 

@@ -74,7 +74,7 @@ async def test_two_budgets_side_by_side_give_different_modes_and_levels(
     assert "Do not recommend Redis Cluster." in tight  # pinned: in the text at any budget
     # The same numbers the API gives for the same request.
     api = await client.post(
-        f"/v1/users/{USER}/window", json={"input": INPUT, "max_tokens": 400}, headers=tenant.operator
+        f"/v1/users/{USER}/window", json={"input": INPUT, "max_tokens": 400, "detail": "full"}, headers=tenant.operator
     )
     w = api.json()
     assert modes(tight) == [w["mode"]]

@@ -6,7 +6,7 @@ from typing import Any
 
 import httpx
 
-from schemas.windows import WindowResponse
+from schemas.windows import OMITTED_LISTED, WindowResponse
 from tests.conftest import TenantKeys
 
 W = "/v1/users/w/window"
@@ -21,6 +21,7 @@ async def seed(client: httpx.AsyncClient, tenant: TenantKeys, items: list[dict[s
 
 async def window(client: httpx.AsyncClient, tenant: TenantKeys, **body: Any) -> httpx.Response:
     body.setdefault("input", "Which cache should we use?")
+    body.setdefault("detail", "full")  # these tests read why each item was left out
     r = await client.post(W, json=body, headers=tenant.agent)
     if r.status_code == 200:
         WindowResponse.model_validate_json(r.content)  # the hot path builds plain data: hold it to the schema
@@ -226,3 +227,47 @@ async def test_window_for_new_user_and_tenant_isolation(
     r = await client.post(W, json={"input": "hello", "max_tokens": 500}, headers=other_tenant.agent)
     assert r.status_code == 200
     assert "secret" not in r.text and r.json()["mode"] == "full"
+
+
+async def test_detail_summary_lists_the_relevant_omitted_and_counts_the_rest(
+    client: httpx.AsyncClient, tenant: TenantKeys
+) -> None:
+    """By default the response lists what was kept in full and, of what was left out, only the items
+    relevant to the query (best first, at most OMITTED_LISTED), with every omitted item counted by kind of
+    reason; detail "full" lists them all. Both are the same window otherwise, and each is deterministic."""
+    items = [
+        {"type": "fact", "content": f"Unrelated note {i} about the weather and the garden, at length."}
+        for i in range(40)
+    ]
+    items += [
+        {"type": "fact", "content": f"The orders replica lag reached {i} seconds during batch {i}."} for i in range(30)
+    ]
+    await seed(client, tenant, items)
+    ask = {"input": "How bad is the orders replica lag?", "max_tokens": 200}
+    summary = await window(client, tenant, **ask, detail="summary")
+    default = await client.post(W, json=ask, headers=tenant.agent)
+    full = await window(client, tenant, **ask, detail="full")
+    assert summary.status_code == full.status_code == default.status_code == 200
+    s, f = summary.json(), full.json()
+    assert default.content == summary.content  # summary is the default
+    assert (await window(client, tenant, **ask, detail="summary")).content == summary.content
+    assert (await window(client, tenant, **ask, detail="full")).content == full.content
+    assert {k: v for k, v in s.items() if k not in ("omitted", "omitted_summary")} == {
+        k: v for k, v in f.items() if k not in ("omitted", "omitted_summary")
+    }
+    everything = {o["id"]: o["reason"] for o in f["omitted"]}
+    assert f["omitted_summary"] == {**s["omitted_summary"], "listed": len(everything)}
+    assert s["omitted_summary"]["count"] == len(everything) > OMITTED_LISTED
+    assert sum(s["omitted_summary"]["reasons"].values()) == len(everything)
+    listed = s["omitted"]
+    assert 0 < len(listed) == s["omitted_summary"]["listed"] <= OMITTED_LISTED
+    assert all(everything[o["id"]] == o["reason"] for o in listed)
+    relevant = {o["id"] for o in f["omitted"] if "replica lag" in (await item(client, tenant, o["id"]))["content"]}
+    assert {o["id"] for o in listed} <= relevant  # only items the query was about; the weather notes counted
+
+
+async def item(client: httpx.AsyncClient, tenant: TenantKeys, item_id: str) -> dict[str, Any]:
+    r = await client.get(f"{ITEMS}/{item_id}", headers=tenant.agent)
+    assert r.status_code == 200
+    out: dict[str, Any] = r.json()
+    return out

@@ -80,7 +80,7 @@ async def test_a_user_with_100k_items_costs_a_window_a_bounded_set_of_rows(
     got = placed(w)
     assert got[target][0] == 0 and target_text in w["text"]  # the oldest item, found by retrieval
     assert "Never page the on-call at night." in w["text"]  # pinned, standing
-    considered = len(got) + len(w["omitted"])
+    considered = len(got) + w["omitted_summary"]["count"]
     # the standing rows (one constraint), the newest few, and what the two rankings retrieved
     assert considered <= 2 + settings.window.recent_items + 2 * settings.recall.candidates, considered
     assert w["not_retrieved"] >= 100_002 - considered

@@ -55,7 +55,7 @@ def everything_said(value: Any) -> str:
 
 
 async def window(client: httpx.AsyncClient, tenant: TenantKeys, user: str, **body: Any) -> dict[str, Any]:
-    body = {"input": INPUT, "max_tokens": 3000, **body}
+    body = {"input": INPUT, "max_tokens": 3000, "detail": "full", **body}
     r = await client.post(f"/v1/users/{user}/window", json=body, headers=tenant.agent)
     assert r.status_code == 200, r.text
     WindowResponse.model_validate_json(r.content)

@@ -49,6 +49,7 @@ async def seed(client: httpx.AsyncClient, tenant: TenantKeys, user: str, items: 
 
 async def window(client: httpx.AsyncClient, tenant: TenantKeys, user: str, **body: Any) -> dict[str, Any]:
     body.setdefault("input", INPUT)
+    body.setdefault("detail", "full")  # these tests read why each item was left out
     r = await client.post(f"/v1/users/{user}/window", json=body, headers=tenant.agent)
     assert r.status_code == 200, r.text
     WindowResponse.model_validate_json(r.content)

@@ -50,7 +50,15 @@ from ctxmem_client.models.profiles import (
     Tier,
 )
 from ctxmem_client.models.search import SearchHit, SearchRequest, SearchResults, SearchTokens
-from ctxmem_client.models.windows import Omitted, Window, WindowItem, WindowRequest, WindowSection, WindowTokens
+from ctxmem_client.models.windows import (
+    Omitted,
+    OmittedSummary,
+    Window,
+    WindowItem,
+    WindowRequest,
+    WindowSection,
+    WindowTokens,
+)
 
 __all__ = [
     "ConfirmBody",
@@ -84,6 +92,7 @@ __all__ = [
     "ObservationBatchCreate",
     "ObservationCreate",
     "Omitted",
+    "OmittedSummary",
     "Overridden",
     "Profile",
     "ProfileEntry",

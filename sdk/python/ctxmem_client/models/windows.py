@@ -35,6 +35,9 @@ class WindowRequest(TypedDict, total=False):
     tools: list[Any]
     archive_dropped: bool
     format: Literal["window", "openai", "anthropic"]
+    # summary (the server's default): only the omitted items relevant to the query are listed, all are
+    # counted in omitted_summary; full: every omitted item with its reason.
+    detail: Literal["summary", "full"]
 
 
 WINDOW_REQUEST: TypeAdapter[WindowRequest] = TypeAdapter(WindowRequest)
@@ -60,6 +63,12 @@ class Omitted(Model):
     reason: str
 
 
+class OmittedSummary(Model):
+    count: int
+    listed: int
+    reasons: dict[str, int]
+
+
 class WindowTokens(Model):
     budget: int
     used: int
@@ -78,6 +87,8 @@ class Window(Model):
     omitted: list[Omitted]
     warnings: list[str]
     tokens: WindowTokens
+    # Every omitted item counted by kind of reason (None from a server older than detail levels).
+    omitted_summary: OmittedSummary | None = None
     prefix_tokens: int
     prefix_hash: str
     state_version: str
