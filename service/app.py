@@ -17,6 +17,7 @@ from jobs.metrics import JobGauges
 from service.auth.cache import KeyCache, listen_for_revocations
 from service.clock import Clock
 from service.console import STATIC_URL as CONSOLE_STATIC_URL
+from service.console import install_html_errors as install_console_errors
 from service.console import router as console_router
 from service.console import static as console_static
 from service.conversations.endpoints import router as conversations_router
@@ -123,6 +124,7 @@ def create_app(
     app.state.migration_head = migrate.head_revision()
     app.state.migration_revisions = migrate.known_revisions()
     install_error_handlers(app)
+    install_console_errors(app)
     install_docs(app)
     app.include_router(health_router)
     app.include_router(items_router)

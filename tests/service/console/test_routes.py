@@ -96,3 +96,22 @@ async def test_without_a_session_a_page_sends_to_sign_in_and_a_post_is_refused(
             assert r.status_code == 401, cell
             assert "text/html" in r.headers["content-type"], cell
         assert r.headers["x-frame-options"] == SECURITY_HEADERS["X-Frame-Options"], cell
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "status"),
+    [("GET", "/console/no-such-page", 404), ("GET", "/console/users/u/nothing", 404), ("PUT", "/console/jobs", 405)],
+)
+async def test_a_console_address_no_page_answers_is_an_html_page(
+    client: httpx.AsyncClient, method: str, path: str, status: int
+) -> None:
+    r = await client.request(method, path)
+    assert r.status_code == status
+    assert r.headers["content-type"].startswith("text/html")
+    assert f"Error {status}" in r.text
+    assert all(r.headers[k] == v for k, v in SECURITY_HEADERS.items())
+    # Outside /console (and for a missing static file) the API's problem+json stays.
+    api = await client.get("/v1/no-such-route")
+    assert api.status_code == 404 and api.headers["content-type"] == "application/problem+json"
+    asset = await client.get("/console/static/no-such-file.css")
+    assert asset.status_code == 404 and not asset.headers["content-type"].startswith("text/html")
