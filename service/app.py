@@ -24,6 +24,9 @@ from service.conversations.endpoints import router as conversations_router
 from service.db import migrate
 from service.db.embedded import resolve_database_url
 from service.db.engine import Database, create_database
+from service.db.locks import OUTBOX_LEADER_LOCK, SessionLock
+from service.db.positions import CommitPositions, PositionHeaders
+from service.db.replicas import ReplicaMetrics, build_replicas
 from service.docs import install_docs
 from service.errors import install_error_handlers
 from service.health.endpoints import router as health_router
@@ -74,6 +77,9 @@ def create_app(
             if settings.database.auto_migrate:
                 await migrate.upgrade(db.engine)
         app.state.db = db
+        replicas = build_replicas(settings, replica_metrics)
+        app.state.replicas = replicas
+        app.state.commit_positions = CommitPositions() if replicas is not None else None
         stop = asyncio.Event()
         worker_task = None
         listener = None
@@ -106,6 +112,8 @@ def create_app(
                     await app.state.vectors.embedder.close()
                 await db.dispose()
 
+            if replicas is not None:
+                await replicas.dispose()
     app = FastAPI(
         title="ctxmem",
         version=VERSION,
@@ -125,6 +133,9 @@ def create_app(
     app.state.migration_revisions = migrate.known_revisions()
     install_error_handlers(app)
     install_console_errors(app)
+    # Replicas (service/db/replicas.py) are built in lifespan, from database.replica_urls.
+    app.state.replicas = None
+    app.state.commit_positions = None
     install_docs(app)
     app.include_router(health_router)
     app.include_router(items_router)
@@ -147,6 +158,7 @@ def create_app(
         excluded_handlers=["/metrics"],
         should_group_status_codes=False,
     ).instrument(app, latency_lowr_buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0))
+    replica_metrics = ReplicaMetrics(registry)
 
     @app.get("/metrics", include_in_schema=False)
     async def metrics(request: Request) -> Response:
@@ -164,5 +176,6 @@ def create_app(
     app.add_middleware(
         RateLimit, rate=settings.rate_limit.per_second, burst=settings.rate_limit.burst, clock=app.state.clock
     )
+    app.add_middleware(PositionHeaders)
     app.add_middleware(RequestId)
     return app

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import AsyncIterator
 from typing import Annotated, Any, Literal
@@ -16,8 +17,14 @@ from service.auth.service import Principal, authenticate
 from service.clock import Clock
 from service.context import RequestContext
 from service.db.engine import Database
+from service.db.positions import COMMIT_HEADER, LSN_PATTERN, CommitPositions, current_position, parse_lsn, wrote
+from service.db.replicas import REPLICA_ERRORS, Reads
+from service.errors import ReplayedResponse
+from service.outage import reason
 from service.settings import Settings
 from service.tokenizer import Tokenizer
+
+log = logging.getLogger("ctxmem.db")
 
 
 def get_db(request: Request) -> Database:
@@ -27,15 +34,43 @@ def get_db(request: Request) -> Database:
 
 async def get_session(request: Request) -> AsyncIterator[AsyncSession]:
     """One transaction per request: committed after the endpoint returns and before the response is
-    sent (``scope="function"``), so a client never sees a success that was not stored."""
-    async with get_db(request).sessionmaker() as session:
+    sent (``scope="function"``), so a client never sees a success that was not stored.
+
+    With replicas, a transaction that wrote is followed by a read of its commit position
+    (service/db/positions.py): the response's ``X-Ctxmem-Commit-Lsn``, and this process's memory of the
+    user's last write, which its later reads must see. A replayed idempotent write gets the position now,
+    which is past the first one's."""
+    db = get_db(request)
+    positions: CommitPositions | None = getattr(request.app.state, "commit_positions", None)
+    async with db.sessionmaker() as session:
         try:
             yield session
+            wrote_rows = positions is not None and await wrote(session)
             await session.commit()
             request.app.state.outage.recovered()
+        except ReplayedResponse:
+            await session.rollback()
+            if positions is not None:
+                await _note_position(request, db, positions)
+            raise
         except BaseException:
             await session.rollback()
             raise
+        if positions is not None and wrote_rows:
+            await _note_position(request, db, positions)
+
+
+async def _note_position(request: Request, db: Database, positions: CommitPositions) -> None:
+    try:
+        lsn = await current_position(db)
+    except REPLICA_ERRORS as exc:
+        # The write is stored; only its position is unknown. Not an error for the client.
+        log.warning("committed, but could not read the commit position: %s", reason(exc))
+        return
+    request.state.commit_lsn = lsn
+    principal: Principal | None = getattr(request.state, "principal", None)
+    if principal is not None:
+        positions.note(principal.tenant_id, request.path_params.get("user_id"), lsn)
 
 
 def get_settings_dep(request: Request) -> Settings:
@@ -76,7 +111,9 @@ async def get_principal(
     _scheme: Annotated[HTTPAuthorizationCredentials | None, Security(bearer)],
     authorization: Annotated[str | None, Header(include_in_schema=False)] = None,
 ) -> Principal:
-    return await authenticate(session, authorization, request.app.state.key_cache)
+    principal = await authenticate(session, authorization, request.app.state.key_cache)
+    request.state.principal = principal  # whose writes the session's commit position is (get_session)
+    return principal
 
 
 PrincipalDep = Annotated[Principal, Depends(get_principal)]
@@ -153,3 +190,33 @@ async def get_context(
 
 
 ContextDep = Annotated[RequestContext, Depends(get_context)]
+
+
+async def get_reads(
+    request: Request,
+    principal: PrincipalDep,
+    user_id: UserIdPath,
+    commit_lsn: Annotated[
+        str | None,
+        Header(
+            alias=COMMIT_HEADER,
+            pattern=LSN_PATTERN,
+            description="Read-your-writes with replicas: a write's X-Ctxmem-Commit-Lsn, sent back; the read "
+            "is served only where that write is visible (docs/operations.md#read-replicas)",
+            examples=["0/16B3748"],
+        ),
+    ] = None,
+) -> Reads:
+    """Where this read may be served: a replica that has replayed the later of the position the client
+    sent and the last one this process wrote for the user (or its tenant), else the primary."""
+    replicas = getattr(request.app.state, "replicas", None)
+    if replicas is None:
+        return Reads(None)
+    positions: CommitPositions = request.app.state.commit_positions
+    needed = positions.needed(principal.tenant_id, user_id)
+    if commit_lsn is not None:
+        needed = max(needed, parse_lsn(commit_lsn))
+    return Reads(replicas, needed, request.state)
+
+
+ReadsDep = Annotated[Reads, Depends(get_reads)]

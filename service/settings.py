@@ -13,10 +13,16 @@ import os
 from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Literal, Self
+from typing import Annotated, Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator, model_validator
-from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic_settings import (
+    BaseSettings,
+    EnvSettingsSource,
+    NoDecode,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
 
 from schemas.jobs import JOB_NAMES
 from scoring.window_policy import SECTION_WEIGHTS, ValueModel
@@ -128,6 +134,9 @@ class DatabaseSettings(_Group):
     # Empty → start (or attach to) an embedded PostgreSQL under ``server.data_dir/postgres``.
     url: str = ""
     # Apply migrations when the service starts. On for the embedded default; production runs
+_POSTGRES_SCHEMES = ("postgresql://", "postgres://", "postgresql+asyncpg://")
+
+
     # ``ctxmem migrate`` as its own step and sets this to false.
     auto_migrate: bool = True
     pool_size: int = Field(10, ge=1, le=200)
@@ -140,14 +149,40 @@ class DatabaseSettings(_Group):
     @field_validator("url")
     @classmethod
     def _check_url(cls, value: str) -> str:
+    # Streaming replicas of ``url`` that windows and searches read from (service/db/replicas.py), comma-
+    # separated in the environment. A replica serves a read only once it has replayed the commit the read
+    # must see (the caller's X-Ctxmem-Commit-Lsn, else the user's last write in this process), waiting up to
+    # replica_wait_seconds for it, and only while it is at most replica_max_lag_seconds behind the primary;
+    # otherwise, or when it fails, the primary serves the read.
+    replica_urls: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    replica_max_lag_seconds: float = Field(1.0, ge=0, le=3600)
+    replica_wait_seconds: float = Field(0.05, ge=0, le=10)
         value = value.strip()
-        if value and not value.startswith(("postgresql://", "postgres://", "postgresql+asyncpg://")):
+        if value and not value.startswith(_POSTGRES_SCHEMES):
             raise ValueError("CTXMEM_DATABASE_URL must be a postgresql:// URL (or empty for the embedded default)")
         return value
 
     @property
     def embedded(self) -> bool:
         return not self.url
+
+    @field_validator("replica_urls", mode="before")
+    @classmethod
+    def _split_replica_urls(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            value = value.split(",")
+        if isinstance(value, list | tuple):
+            value = [u.strip() if isinstance(u, str) else u for u in value]
+            value = [u for u in value if u != ""]
+        return value
+
+    @field_validator("replica_urls")
+    @classmethod
+    def _check_replica_urls(cls, value: list[str]) -> list[str]:
+        for url in value:
+            if not url.startswith(_POSTGRES_SCHEMES):
+                raise ValueError(f"each replica URL must be a postgresql:// URL (got {url.split('@')[-1]!r})")
+        return value
 
 
 class TokensSettings(_Group):
@@ -379,6 +414,9 @@ FLAT_NAMES: dict[str, str] = {
     "max_page_size": "limits.max_page_size",
     "default_page_size": "limits.default_page_size",
     "rate_limit_per_second": "rate_limit.per_second",
+    "database_replica_urls": "database.replica_urls",
+    "database_replica_max_lag_seconds": "database.replica_max_lag_seconds",
+    "database_replica_wait_seconds": "database.replica_wait_seconds",
     "rate_limit_burst": "rate_limit.burst",
     "type_ttl_seconds": "lifetimes.by_type_seconds",
     "scope_ttl_seconds": "lifetimes.by_scope_seconds",
@@ -549,7 +587,8 @@ def _flat_model(settings_cls: type[BaseSettings]) -> type[BaseSettings]:
         group, field = group_and_field(name)
         group_model = settings_cls.model_fields[group].annotation
         assert isinstance(group_model, type) and issubclass(group_model, BaseModel)
-        fields[name] = (group_model.model_fields[field].annotation, None)
+        # With the field's metadata: NoDecode keeps a comma-separated list from being read as JSON.
+        fields[name] = (group_model.model_fields[field].rebuild_annotation(), None)
     model: type[BaseSettings] = create_model("FlatNames", __base__=BaseSettings, **fields)
     model.model_config.update(settings_cls.model_config)
     return model

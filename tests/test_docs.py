@@ -205,7 +205,7 @@ def _shown(value: Any) -> str:
         return format(value, "g")
     if isinstance(value, dict):
         return json.dumps(value)
-    if value == "":
+    if value == "" or value == []:  # an empty string, or a list that is comma-separated in the environment
         return "(empty)"
     return str(value)
 

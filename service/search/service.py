@@ -12,6 +12,7 @@ from scoring.relevance import explain_match
 from service.auth.service import Permission
 from service.context import RequestContext
 from service.db.engine import driver_connection
+from service.db.replicas import Reads
 from service.search import repository
 from service.windows import recall
 from service.windows.repository import Selection, applicable_count
@@ -19,7 +20,17 @@ from service.windows.repository import Selection, applicable_count
 IN_FORCE = get_args(InForceStatus)
 
 
-async def search(ctx: RequestContext, *, user_id: str, req: SearchRequest) -> SearchResponse:
+async def search(
+    ctx: RequestContext, *, user_id: str, req: SearchRequest, reads: Reads | None = None
+) -> SearchResponse:
+    """Search on a streaming replica that has the user's writes, when one is fit (``reads``:
+    service/db/replicas.py), else on the primary: a search writes nothing."""
+    if reads is None:
+        return await _search(ctx, user_id=user_id, req=req)
+    return await reads.run(ctx, lambda c: _search(c, user_id=user_id, req=req))
+
+
+async def _search(ctx: RequestContext, *, user_id: str, req: SearchRequest) -> SearchResponse:
     """The best ``req.limit`` of the user's items in force for ``req.query`` that pass the filters (within
     ``req.budget`` tokens, each item whole, if given). Only the best ``CTXMEM_RECALL_CANDIDATES`` of each
     ranking are filtered: a narrow filter over a common query can find fewer than exist."""

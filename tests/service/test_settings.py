@@ -27,6 +27,7 @@ ROWS = re.findall(
 # Values that are not the default and that the field accepts, for the types a rule cannot guess.
 SAMPLES: dict[str, Any] = {
     "database.url": "postgresql://ctxmem@db.internal:5432/ctxmem",
+    "database.replica_urls": ["postgresql://ctxmem@r1.internal/ctxmem", "postgresql://ctxmem@r2.internal/ctxmem"],
     "server.host": "10.0.0.7",
     "lifetimes.by_type_seconds": {"tool_result": 60},
     "lifetimes.by_scope_seconds": {"step": 60},
@@ -92,6 +93,8 @@ def _raw(value: Any) -> str:
     """The value as an operator writes it in the environment."""
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, list):  # a list of strings: comma-separated
+        return ",".join(value)
     return json.dumps(value) if isinstance(value, dict) else str(value)
 
 
@@ -236,3 +239,14 @@ def test_replace_validates_and_does_not_read_the_environment_again(monkeypatch: 
     assert base.window.watermark == 0.6
     with pytest.raises(TypeError, match="replace"):  # model_copy would set a stray attribute nothing reads
         base.model_copy(update={"window_watermark": 0.5})
+
+
+def test_replica_urls_are_comma_separated_trimmed_and_checked(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CTXMEM_DATABASE_REPLICA_URLS", " postgresql://a/ctxmem , postgres://b:5433/ctxmem,")
+    assert Settings().database.replica_urls == ["postgresql://a/ctxmem", "postgres://b:5433/ctxmem"]
+    monkeypatch.setenv("CTXMEM_DATABASE_REPLICA_URLS", "")
+    assert Settings().database.replica_urls == []
+    monkeypatch.setenv("CTXMEM_DATABASE_REPLICA_URLS", "postgresql://a/ctxmem,mysql://b/ctxmem")
+    with pytest.raises(ValidationError, match="CTXMEM_DATABASE_REPLICA_URLS") as caught:
+        Settings()
+    assert "mysql://b/ctxmem" in str(caught.value)
