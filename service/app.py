@@ -24,7 +24,6 @@ from service.conversations.endpoints import router as conversations_router
 from service.db import migrate
 from service.db.embedded import resolve_database_url
 from service.db.engine import Database, create_database
-from service.db.locks import OUTBOX_LEADER_LOCK, SessionLock
 from service.db.positions import CommitPositions, PositionHeaders
 from service.db.replicas import ReplicaMetrics, build_replicas
 from service.docs import install_docs
@@ -106,14 +105,14 @@ def create_app(
                 await worker_task
             if listener is not None:
                 await listener
+            if replicas is not None:
+                await replicas.dispose()
             if database is None:
                 if app.state.vectors is not None:
                     await app.state.vectors.index.close()
                     await app.state.vectors.embedder.close()
                 await db.dispose()
 
-            if replicas is not None:
-                await replicas.dispose()
     app = FastAPI(
         title="ctxmem",
         version=VERSION,
@@ -127,15 +126,15 @@ def create_app(
     if database is not None:
         app.state.db = database
     app.state.clock = clock or Clock()
+    # Replicas (service/db/replicas.py) are built in lifespan, from database.replica_urls.
+    app.state.replicas = None
+    app.state.commit_positions = None
     app.state.key_cache = KeyCache(settings.server.key_cache_seconds)
     app.state.tokenizer = build_tokenizer(settings.tokens.tokenizer, cache_dir=settings.resolved_tokenizer_cache_dir)
     app.state.migration_head = migrate.head_revision()
     app.state.migration_revisions = migrate.known_revisions()
     install_error_handlers(app)
     install_console_errors(app)
-    # Replicas (service/db/replicas.py) are built in lifespan, from database.replica_urls.
-    app.state.replicas = None
-    app.state.commit_positions = None
     install_docs(app)
     app.include_router(health_router)
     app.include_router(items_router)
@@ -152,13 +151,13 @@ def create_app(
     outbox_gauges = OutboxGauges(registry)
     app.state.outbox_gauges = outbox_gauges
     app.state.window_metrics = WindowMetrics(registry)
+    replica_metrics = ReplicaMetrics(registry)
     job_gauges = JobGauges(registry)
     Instrumentator(
         registry=registry,
         excluded_handlers=["/metrics"],
         should_group_status_codes=False,
     ).instrument(app, latency_lowr_buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0))
-    replica_metrics = ReplicaMetrics(registry)
 
     @app.get("/metrics", include_in_schema=False)
     async def metrics(request: Request) -> Response:
@@ -170,12 +169,12 @@ def create_app(
 
     # Outermost last: the request id first (every answer names its request, a 429 too), the rate limit,
     # then OPTIONS; oversize bodies are refused before they are read.
+    app.add_middleware(PositionHeaders)
     app.add_middleware(RejectDuplicateKeys)
     app.add_middleware(BodySizeLimit, max_bytes=settings.server.max_body_bytes)
     app.add_middleware(OptionsResponder, router=app.router)
     app.add_middleware(
         RateLimit, rate=settings.rate_limit.per_second, burst=settings.rate_limit.burst, clock=app.state.clock
     )
-    app.add_middleware(PositionHeaders)
     app.add_middleware(RequestId)
     return app

@@ -130,13 +130,13 @@ class ServerSettings(_Group):
     max_header_bytes: int = Field(64 * 1024, ge=4096, le=16 * 1024 * 1024)
 
 
+_POSTGRES_SCHEMES = ("postgresql://", "postgres://", "postgresql+asyncpg://")
+
+
 class DatabaseSettings(_Group):
     # Empty → start (or attach to) an embedded PostgreSQL under ``server.data_dir/postgres``.
     url: str = ""
     # Apply migrations when the service starts. On for the embedded default; production runs
-_POSTGRES_SCHEMES = ("postgresql://", "postgres://", "postgresql+asyncpg://")
-
-
     # ``ctxmem migrate`` as its own step and sets this to false.
     auto_migrate: bool = True
     pool_size: int = Field(10, ge=1, le=200)
@@ -145,10 +145,6 @@ _POSTGRES_SCHEMES = ("postgresql://", "postgres://", "postgresql+asyncpg://")
     # database is unreachable requests are answered 503 with Retry-After: unavailable_retry_after_seconds.
     connect_timeout_seconds: float = Field(5.0, gt=0, le=120)
     unavailable_retry_after_seconds: int = Field(2, ge=1, le=3600)
-
-    @field_validator("url")
-    @classmethod
-    def _check_url(cls, value: str) -> str:
     # Streaming replicas of ``url`` that windows and searches read from (service/db/replicas.py), comma-
     # separated in the environment. A replica serves a read only once it has replayed the commit the read
     # must see (the caller's X-Ctxmem-Commit-Lsn, else the user's last write in this process), waiting up to
@@ -157,14 +153,14 @@ _POSTGRES_SCHEMES = ("postgresql://", "postgres://", "postgresql+asyncpg://")
     replica_urls: Annotated[list[str], NoDecode] = Field(default_factory=list)
     replica_max_lag_seconds: float = Field(1.0, ge=0, le=3600)
     replica_wait_seconds: float = Field(0.05, ge=0, le=10)
+
+    @field_validator("url")
+    @classmethod
+    def _check_url(cls, value: str) -> str:
         value = value.strip()
         if value and not value.startswith(_POSTGRES_SCHEMES):
             raise ValueError("CTXMEM_DATABASE_URL must be a postgresql:// URL (or empty for the embedded default)")
         return value
-
-    @property
-    def embedded(self) -> bool:
-        return not self.url
 
     @field_validator("replica_urls", mode="before")
     @classmethod
@@ -183,6 +179,10 @@ _POSTGRES_SCHEMES = ("postgresql://", "postgres://", "postgresql+asyncpg://")
             if not url.startswith(_POSTGRES_SCHEMES):
                 raise ValueError(f"each replica URL must be a postgresql:// URL (got {url.split('@')[-1]!r})")
         return value
+
+    @property
+    def embedded(self) -> bool:
+        return not self.url
 
 
 class TokensSettings(_Group):
@@ -407,6 +407,9 @@ FLAT_NAMES: dict[str, str] = {
     "db_max_overflow": "database.max_overflow",
     "db_connect_timeout_seconds": "database.connect_timeout_seconds",
     "unavailable_retry_after_seconds": "database.unavailable_retry_after_seconds",
+    "database_replica_urls": "database.replica_urls",
+    "database_replica_max_lag_seconds": "database.replica_max_lag_seconds",
+    "database_replica_wait_seconds": "database.replica_wait_seconds",
     "tokenizer": "tokens.tokenizer",
     "tokenizer_cache_dir": "tokens.cache_dir",
     "max_content_chars": "limits.max_content_chars",
@@ -414,9 +417,6 @@ FLAT_NAMES: dict[str, str] = {
     "max_page_size": "limits.max_page_size",
     "default_page_size": "limits.default_page_size",
     "rate_limit_per_second": "rate_limit.per_second",
-    "database_replica_urls": "database.replica_urls",
-    "database_replica_max_lag_seconds": "database.replica_max_lag_seconds",
-    "database_replica_wait_seconds": "database.replica_wait_seconds",
     "rate_limit_burst": "rate_limit.burst",
     "type_ttl_seconds": "lifetimes.by_type_seconds",
     "scope_ttl_seconds": "lifetimes.by_scope_seconds",
