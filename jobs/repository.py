@@ -35,12 +35,12 @@ async def _scalar(session: AsyncSession, sql: str, params: Mapping[str, Any]) ->
 
 EXPIRE_ITEMS = f"""
 WITH picked AS (
-    SELECT i.id, i.status FROM context_item i
+    SELECT i.id, i.tenant_id, i.status FROM context_item i
     WHERE {active_sql("i")} AND i.expires_at <= :now AND {_TENANT.format(t="i")} AND i.id > CAST(:after AS uuid)
     ORDER BY i.id LIMIT :batch FOR UPDATE SKIP LOCKED
 ), changed AS (
     UPDATE context_item c SET status = 'expired', status_reason = 'expired: past expires_at', updated_at = :now
-    FROM picked WHERE c.id = picked.id
+    FROM picked WHERE c.tenant_id = picked.tenant_id AND c.id = picked.id
     RETURNING c.id, c.tenant_id, c.user_id, c.expires_at, picked.status AS before
 ), ev AS (
     INSERT INTO event ({_EVENT_COLUMNS})
@@ -58,12 +58,12 @@ SELECT (SELECT count(*) FROM changed) AS changed, (SELECT count(*) FROM picked) 
 
 EXPIRE_ENTRIES = f"""
 WITH picked AS (
-    SELECT e.id, e.status FROM profile_entry e
+    SELECT e.id, e.tenant_id, e.status FROM profile_entry e
     WHERE e.status <> 'expired' AND e.expires_at <= :now AND {_TENANT.format(t="e")} AND e.id > CAST(:after AS uuid)
     ORDER BY e.id LIMIT :batch FOR UPDATE SKIP LOCKED
 ), changed AS (
     UPDATE profile_entry p SET status = 'expired', updated_at = :now
-    FROM picked WHERE p.id = picked.id
+    FROM picked WHERE p.tenant_id = picked.tenant_id AND p.id = picked.id
     RETURNING p.id, p.tenant_id, p.user_id, p.tier, picked.status AS before
 ), ev AS (
     INSERT INTO event ({_EVENT_COLUMNS})
@@ -115,12 +115,12 @@ _STALE = f"""e.status IN ({", ".join(_literal(s) for s in DECAYING_STATUSES)})
 
 DECAY = f"""
 WITH picked AS (
-    SELECT e.id, e.tier, e.status, e.score FROM profile_entry e
+    SELECT e.id, e.tenant_id, e.tier, e.status, e.score FROM profile_entry e
     WHERE {_STALE} AND {_TENANT.format(t="e")} AND e.id > CAST(:after AS uuid)
     ORDER BY e.id LIMIT :batch FOR UPDATE SKIP LOCKED
 ), moved AS (
     -- one level down, as scoring.profile.decay_step and decayed_score
-    SELECT id, tier AS old_tier, status AS old_status,
+    SELECT id, tenant_id, tier AS old_tier, status AS old_status,
            {_decay_case(0, "tier")} AS new_tier,
            {_decay_case(1, _literal(DECAY_END_STATUS))} AS new_status,
            round((score * CAST(:factor AS float8))::numeric, {SCORE_DECIMALS})::float AS new_score
@@ -128,7 +128,7 @@ WITH picked AS (
 ), changed AS (
     UPDATE profile_entry p SET tier = m.new_tier, status = m.new_status, score = m.new_score,
            decayed_at = :now, updated_at = :now
-    FROM moved m WHERE p.id = m.id
+    FROM moved m WHERE p.tenant_id = m.tenant_id AND p.id = m.id
     RETURNING p.id, p.tenant_id, p.user_id, p.domain_key, m.old_tier, m.old_status, m.new_tier, m.new_status,
               m.new_score
 ), ev AS (
@@ -169,13 +169,13 @@ PROMOTE = f"""
 WITH w AS (
     SELECT {_WEIGHTS}
 ), cand AS (
-    SELECT e.id FROM profile_entry e
+    SELECT e.id, e.tenant_id FROM profile_entry e
     WHERE e.tier = 'candidate' AND e.status = 'active' AND e.id > CAST(:after AS uuid) AND {_TENANT.format(t="e")}
     ORDER BY e.id LIMIT :batch
 ), ev AS (
     SELECT o.entry_id, o.id, o.session_id, o.context, o.explicit, o.confirmation, o.stance = 'supports' AS sup,
            o.observed_at, LEAST(GREATEST(o.weight, 0), 1) AS w
-    FROM observation o JOIN cand ON cand.id = o.entry_id
+    FROM observation o JOIN cand ON cand.tenant_id = o.tenant_id AND cand.id = o.entry_id
     WHERE o.observed_at <= :now
 ), per_session AS (
     SELECT entry_id, session_id, max(w) AS w FROM ev WHERE sup GROUP BY entry_id, session_id
@@ -195,14 +195,14 @@ WITH w AS (
 ), ids AS (
     SELECT entry_id, jsonb_agg(id::text ORDER BY id::text) AS evidence_ids FROM ev GROUP BY entry_id
 ), agg AS (
-    SELECT cand.id AS entry_id, COALESCE(ps.sessions, 0) AS sessions, COALESCE(ps.mass, 0) AS mass,
+    SELECT cand.tenant_id, cand.id AS entry_id, COALESCE(ps.sessions, 0) AS sessions, COALESCE(ps.mass, 0) AS mass,
            COALESCE(sup.span_days, 0) AS span_days, COALESCE(sup.contexts, 0) AS contexts,
            COALESCE(sup.confirmed, false) AS confirmed, COALESCE(sup.stated, false) AS stated,
            COALESCE(pen.contra_sessions, 0) AS contra_sessions, COALESCE(pen.raw_penalty, 0) AS raw_penalty
     FROM cand LEFT JOIN ps ON ps.entry_id = cand.id LEFT JOIN sup ON sup.entry_id = cand.id
          LEFT JOIN pen ON pen.entry_id = cand.id
 ), parts AS (
-    SELECT entry_id, sessions, span_days, contexts, contra_sessions,
+    SELECT tenant_id, entry_id, sessions, span_days, contexts, contra_sessions,
            round((w.count_points * LEAST(mass, w.count_saturation_sessions) / w.count_saturation_sessions)::numeric,
                  {_D}) AS p_count,
            round((w.continuity_points * LEAST(1.0, span_days / w.continuity_saturation_days))::numeric, {_D}) AS p_cont,
@@ -226,7 +226,7 @@ WITH w AS (
                'contradicting_sessions', s.contra_sessions,
                'evidence_ids', COALESCE(ids.evidence_ids, '[]'::jsonb))
     FROM scored s CROSS JOIN w LEFT JOIN ids ON ids.entry_id = s.entry_id
-    WHERE p.id = s.entry_id AND s.sessions >= w.min_sessions AND s.score >= w.threshold
+    WHERE p.tenant_id = s.tenant_id AND p.id = s.entry_id AND s.sessions >= w.min_sessions AND s.score >= w.threshold
     RETURNING p.id, p.tenant_id, p.user_id, s.score
 ), events AS (
     INSERT INTO event ({_EVENT_COLUMNS})
@@ -262,12 +262,12 @@ async def promote_batch(
 
 PURGE_ITEMS = f"""
 WITH picked AS (
-    SELECT i.id FROM context_item i
+    SELECT i.id, i.tenant_id FROM context_item i
     WHERE i.status = 'deleted' AND i.deleted_at <= CAST(:now AS timestamptz) - make_interval(days => :days)
       AND {_TENANT.format(t="i")} AND i.id > CAST(:after AS uuid)
     ORDER BY i.id LIMIT :batch FOR UPDATE SKIP LOCKED
 ), gone AS (
-    DELETE FROM context_item c USING picked WHERE c.id = picked.id
+    DELETE FROM context_item c USING picked WHERE c.tenant_id = picked.tenant_id AND c.id = picked.id
     RETURNING c.id, c.tenant_id, c.user_id, c.deleted_at
 ), ev AS (
     INSERT INTO event ({_EVENT_COLUMNS})

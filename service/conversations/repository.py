@@ -113,5 +113,5 @@ async def pop_last(
         .limit(1)
         .scalar_subquery()
     )
-    stmt = delete(M).where(C.id == newest, C.archived_at.is_(None)).returning(M)
+    stmt = delete(M).where(C.tenant_id == tenant_id, C.id == newest, C.archived_at.is_(None)).returning(M)
     return (await session.execute(stmt)).scalars().one_or_none()

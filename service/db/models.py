@@ -115,8 +115,15 @@ class EndUser(SQLModel, table=True):
     updated_at: datetime = _ts()
 
 
+# The ORM identifies a tenant's row by (tenant_id, id), so that the statements it writes itself (a refresh
+# of an expired object, a flush) carry the tenant, as every hand-written one does: the distribution key of
+# a sharded deployment (docs/citus.md). The table's primary key stays ``id``.
+TENANT_IDENTITY = {"primary_key": ["tenant_id", "id"]}
+
+
 class ContextItem(SQLModel, table=True):
     __tablename__ = "context_item"
+    __mapper_args__ = TENANT_IDENTITY
     __table_args__ = (
         sa.ForeignKeyConstraint(
             ["tenant_id", "user_id"],
@@ -232,6 +239,7 @@ class Event(SQLModel, table=True):
     """
 
     __tablename__ = "event"
+    __mapper_args__ = TENANT_IDENTITY
     __table_args__ = (
         sa.Index("ix_event_user_timeline", "tenant_id", "user_id", "id"),
         sa.Index("ix_event_entity", "tenant_id", "entity_id"),
@@ -286,6 +294,7 @@ class ProfileEntry(SQLModel, table=True):
     """One belief about a user: (domain | global, dimension, key, value, polarity), with its tier and 4C score."""
 
     __tablename__ = "profile_entry"
+    __mapper_args__ = TENANT_IDENTITY
     __table_args__ = (
         sa.ForeignKeyConstraint(
             ["tenant_id", "user_id"], ["end_user.tenant_id", "end_user.user_id"], name="fk_profile_entry_end_user"
@@ -341,6 +350,7 @@ class Observation(SQLModel, table=True):
     """Append-only evidence for or against a profile entry."""
 
     __tablename__ = "observation"
+    __mapper_args__ = TENANT_IDENTITY
     __table_args__ = (
         sa.CheckConstraint("stance IN ('supports', 'contradicts')", name="stance"),
         sa.CheckConstraint("weight > 0 AND weight <= 1", name="weight"),
@@ -370,6 +380,7 @@ class ConversationMessage(SQLModel, table=True):
     item (``archived_item_id``) and no window fits it again."""
 
     __tablename__ = "conversation_message"
+    __mapper_args__ = TENANT_IDENTITY
     __table_args__ = (
         sa.ForeignKeyConstraint(
             ["tenant_id", "user_id"],

@@ -44,10 +44,12 @@ async def get_item(
     return (await session.execute(stmt)).scalar_one_or_none()
 
 
-async def tombstone(session: AsyncSession, *, item_id: uuid.UUID, now: datetime, reason: str | None) -> None:
+async def tombstone(
+    session: AsyncSession, *, tenant_id: str, item_id: uuid.UUID, now: datetime, reason: str | None
+) -> None:
     await session.execute(
         update(ContextItem)
-        .where(ContextItem.id == item_id)
+        .where(ContextItem.tenant_id == tenant_id, ContextItem.id == item_id)
         .values(status="deleted", deleted_at=now, updated_at=now, status_reason=reason or "deleted by request")
     )
 
@@ -146,13 +148,18 @@ async def items_by_ids(
     return list((await session.execute(stmt)).mappings())
 
 
-async def apply_updates(session: AsyncSession, *, updates: Sequence[dict[str, Any]]) -> None:
-    """Update existing items by id; every dict carries ``id`` and the same set of columns per group."""
+async def apply_updates(session: AsyncSession, *, tenant_id: str, updates: Sequence[dict[str, Any]]) -> None:
+    """Update existing items of ``tenant_id`` by id; every dict carries ``id`` and the same set of columns per
+    group."""
     groups: dict[tuple[str, ...], list[dict[str, Any]]] = {}
     for u in updates:
         groups.setdefault(tuple(sorted(k for k in u if k != "id")), []).append(u)
     for columns, rows in groups.items():
-        stmt = update(T).where(C.id == bindparam("_id")).values({col: bindparam(f"_{col}") for col in columns})
+        stmt = (
+            update(T)
+            .where(C.tenant_id == tenant_id, C.id == bindparam("_id"))
+            .values({col: bindparam(f"_{col}") for col in columns})
+        )
         await session.execute(stmt, [{f"_{k}": v for k, v in row.items()} for row in rows])
 
 

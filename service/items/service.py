@@ -181,7 +181,7 @@ async def _write(ctx: RequestContext, *, user_id: str, rows: list[dict[str, Any]
     the old ones in the one-active-per-slot index), then the new rows, every event (each new item's first,
     then the plan's), and the outbox rows of every item whose text or status changed."""
     session, principal, now = ctx.session, ctx.principal, ctx.now
-    await repository.apply_updates(session, updates=list(plan.updates.values()))
+    await repository.apply_updates(session, tenant_id=principal.tenant_id, updates=list(plan.updates.values()))
     await repository.insert_items(session, rows=rows)
     created = []
     for i, row in enumerate(rows):
@@ -358,7 +358,7 @@ async def delete_item(ctx: RequestContext, *, user_id: str, item_id: uuid.UUID) 
     if item.authority == "system" and not principal.can(Permission.WRITE_SYSTEM_AUTHORITY):
         raise Forbidden(f"a {principal.role} key cannot delete a system-authority item")
     before = item.status
-    await repository.tombstone(session, item_id=item_id, now=now, reason=None)
+    await repository.tombstone(session, tenant_id=principal.tenant_id, item_id=item_id, now=now, reason=None)
     await enqueue_sync(session, principal.tenant_id, user_id, [item_id], now)
     await record_events(
         session,

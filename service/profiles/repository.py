@@ -52,11 +52,15 @@ async def observations_for(session: AsyncSession, *, tenant_id: str, entry_ids: 
     return list((await session.execute(stmt)).mappings())
 
 
-async def update_entries(session: AsyncSession, *, rows: Sequence[dict[str, Any]]) -> None:
+async def update_entries(session: AsyncSession, *, tenant_id: str, rows: Sequence[dict[str, Any]]) -> None:
     if not rows:
         return
     columns = [c for c in rows[0] if c != "id"]
-    stmt = update(E).where(E.c.id == bindparam("_id")).values({c: bindparam(f"_{c}") for c in columns})
+    stmt = (
+        update(E)
+        .where(E.c.tenant_id == tenant_id, E.c.id == bindparam("_id"))
+        .values({c: bindparam(f"_{c}") for c in columns})
+    )
     await session.execute(stmt, [{f"_{k}": v for k, v in r.items()} for r in rows])
 
 

@@ -87,7 +87,9 @@ async def add_observations(
         events += _add_evidence(w, entry, row, prior[entry["id"]], step=entry["id"] not in late)
     for eid in sorted(late):
         events += _replay(w, by_id[eid], prior[eid], start=start[eid])
-    await repository.update_entries(ctx.session, rows=[_updatable(e) for e in entries.values()])
+    await repository.update_entries(
+        ctx.session, tenant_id=ctx.principal.tenant_id, rows=[_updatable(e) for e in entries.values()]
+    )
     await record_events(ctx.session, events)
     return [_read(by_id[r["entry_id"]], evidence_ids[r["entry_id"]]) for r in rows]
 

@@ -419,7 +419,7 @@ SELECT (SELECT EXTRACT(EPOCH FROM now() - created_at)::float8 FROM vector_outbox
 FROM (SELECT 1) AS one LEFT JOIN (
     SELECT c.id::text AS id, h.r
     FROM (SELECT id, r FROM scored ORDER BY r DESC, id DESC LIMIT $4) h
-    JOIN context_item c ON c.id = h.id
+    JOIN context_item c ON c.tenant_id = $1 AND c.id = h.id
     WHERE {active_sql("c")} AND (c.expires_at IS NULL OR c.expires_at > $5)
 ) AS t ON true
 ORDER BY t.r DESC, t.id DESC
