@@ -35,7 +35,7 @@ _LSN = re.compile(LSN_PATTERN)
 
 def parse_lsn(text: str) -> int:
     """``'16/B374D848'`` → its 64-bit position. Raises ValueError for anything else."""
-    if not _LSN.match(text):
+    if not _LSN.fullmatch(text):
         raise ValueError(f"not an LSN: {text[:40]!r}")
     high, low = text.split("/")
     return int(high, 16) << 32 | int(low, 16)
