@@ -21,6 +21,12 @@ class QdrantServerIndex(VectorIndex):
     Give exactly one of ``client`` (which ``close()`` then closes), ``url`` (+ ``api_key``),
     ``location=":memory:"`` or ``path``. Every client failure is raised as ``VectorIndexUnavailable``;
     a vector of the wrong length is a caller bug and raises ``ValueError`` before any I/O.
+
+    ``shard_by_tenant`` (a distributed Qdrant cluster): the collection uses user-defined sharding and each
+    tenant's points live under a shard key of their own (its tenant id, created on the tenant's first
+    write), with ``shard_number`` shards per key and ``replication_factor`` copies of each. Every write
+    and every read of one tenant names its key, so a search touches that tenant's shards only; a delete by
+    ids and a count over all tenants span every shard.
     """
 
     def __init__(
@@ -34,6 +40,9 @@ class QdrantServerIndex(VectorIndex):
         path: str | Path | None = None,
         collection: str = COLLECTION,
         timeout: int | None = None,
+        shard_by_tenant: bool = False,
+        shard_number: int | None = None,
+        replication_factor: int | None = None,
     ) -> None:
         given = sum(x is not None for x in (client, url, location, path))
         if given != 1:
@@ -55,6 +64,10 @@ class QdrantServerIndex(VectorIndex):
         self.client = client
         self.dim = dim
         self.collection = collection
+        self.shard_by_tenant = shard_by_tenant
+        self.shard_number = shard_number
+        self.replication_factor = replication_factor
+        self._shard_keys: set[str] = set()  # created (or found existing) by this process
         options = client.init_options
         self.local = options.get("location") == ":memory:" or options.get("path") is not None
         if options.get("location") == ":memory:":
@@ -66,7 +79,10 @@ class QdrantServerIndex(VectorIndex):
 
     async def ensure_collection(self) -> None:
         """Create the collection and its keyword payload indexes if missing; an existing collection of
-        another dimension raises ``ValueError`` (the embedder changed: reindex into a new collection)."""
+        another dimension raises ``ValueError`` (the embedder changed: reindex into a new collection), and so
+        does one whose sharding is not what ``shard_by_tenant`` asks for."""
+        if self.shard_by_tenant and self.local:
+            raise ValueError("shard_by_tenant needs a Qdrant server (qdrant-client's local mode has no shard keys)")
         with _unavailable("ensure_collection"):
             exists = await self.client.collection_exists(self.collection)
             if not exists:
@@ -74,6 +90,9 @@ class QdrantServerIndex(VectorIndex):
                     await self.client.create_collection(
                         self.collection,
                         vectors_config=models.VectorParams(size=self.dim, distance=models.Distance.COSINE),
+                        sharding_method=models.ShardingMethod.CUSTOM if self.shard_by_tenant else None,
+                        shard_number=self.shard_number,
+                        replication_factor=self.replication_factor,
                     )
                 except Exception:
                     # Another process may have created it between the check and the create.
@@ -85,6 +104,13 @@ class QdrantServerIndex(VectorIndex):
         if size != self.dim:
             raise ValueError(
                 f"Qdrant collection {self.collection!r} holds vectors of size {size}, the embedder makes {self.dim}"
+            )
+        custom = info.config.params.sharding_method == models.ShardingMethod.CUSTOM
+        if custom != self.shard_by_tenant:
+            want, have = ("custom", "automatic") if self.shard_by_tenant else ("automatic", "custom")
+            raise ValueError(
+                f"Qdrant collection {self.collection!r} has {have} sharding and CTXMEM_QDRANT_SHARD_BY_TENANT asks "
+                f"for {want}: reindex into a new collection (sharding cannot change in place)"
             )
         if self.local:
             # Local mode ignores payload indexes (it scans) and warns when asked for one.
@@ -107,8 +133,17 @@ class QdrantServerIndex(VectorIndex):
         structs = [
             models.PointStruct(id=str(p.id), vector=self._vector(p.vector), payload=dict(p.payload)) for p in points
         ]
-        with _unavailable("upsert"):
-            await self.client.upsert(self.collection, points=structs, wait=True)
+        if not self.shard_by_tenant:
+            with _unavailable("upsert"):
+                await self.client.upsert(self.collection, points=structs, wait=True)
+            return
+        by_tenant: dict[str, list[models.PointStruct]] = {}
+        for p, struct in zip(points, structs, strict=True):
+            by_tenant.setdefault(str(p.payload["tenant_id"]), []).append(struct)
+        for tenant, group in sorted(by_tenant.items()):
+            key = await self._shard_key(tenant)
+            with _unavailable("upsert"):
+                await self.client.upsert(self.collection, points=group, wait=True, shard_key_selector=key)
 
     async def delete(self, ids: Sequence[uuid.UUID]) -> None:
         if not ids:
@@ -120,22 +155,48 @@ class QdrantServerIndex(VectorIndex):
 
     async def delete_user(self, tenant_id: str, user_id: str) -> None:
         selector = models.FilterSelector(filter=_filter(Where(tenant_id, user_id)))
+        key = await self._shard_key(tenant_id) if self.shard_by_tenant else None
         with _unavailable("delete_user"):
-            await self.client.delete(self.collection, points_selector=selector, wait=True)
+            await self.client.delete(self.collection, points_selector=selector, wait=True, shard_key_selector=key)
 
     async def _nearest(self, vector: list[float], where: Where, limit: int) -> list[tuple[object, float]]:
         flt = _filter(where)
+        key = await self._shard_key(where.tenant_id) if self.shard_by_tenant and where.tenant_id else None
         with _unavailable("search"):
             response = await self.client.query_points(
-                self.collection, query=vector, query_filter=flt, limit=limit, with_payload=False, with_vectors=False
+                self.collection,
+                query=vector,
+                query_filter=flt,
+                limit=limit,
+                with_payload=False,
+                with_vectors=False,
+                shard_key_selector=key,
             )
         return [(p.id, p.score) for p in response.points]
 
     async def count(self, *, tenant_id: str | None = None, user_id: str | None = None) -> int:
         flt = _filter(Where(tenant_id, user_id))
+        key = await self._shard_key(tenant_id) if self.shard_by_tenant and tenant_id else None
         with _unavailable("count"):
-            result = await self.client.count(self.collection, count_filter=flt, exact=True)
+            result = await self.client.count(self.collection, count_filter=flt, exact=True, shard_key_selector=key)
         return result.count
+
+    async def _shard_key(self, tenant_id: str) -> str:
+        """The tenant's shard key, created on first use (by this process or another: an existing key is fine)."""
+        if tenant_id not in self._shard_keys:
+            with _unavailable("create_shard_key"):
+                try:
+                    await self.client.create_shard_key(
+                        self.collection,
+                        tenant_id,
+                        shards_number=self.shard_number,
+                        replication_factor=self.replication_factor,
+                    )
+                except Exception as exc:
+                    if "already exists" not in str(exc):
+                        raise
+            self._shard_keys.add(tenant_id)
+        return tenant_id
 
     async def maintain(self) -> None:
         """Nothing to do: the server's optimizer builds its indexes in the background."""
