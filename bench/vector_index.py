@@ -16,7 +16,7 @@ qdrant-client's local mode (``:memory:`` and ``path``) scans every point in Pyth
 bounded share: ``--slow-users`` users (20k points) and ``--slow-queries`` queries by default.
 
     python -m bench.vector_index [--users 100] [--points 1000] [--queries 1000] [--limit 10]
-                                 [--backends edge,edge-built,memory,local]
+                                 [--backends edge,edge-built,memory,local,pgvector]
 """
 
 from __future__ import annotations
@@ -51,6 +51,7 @@ LABELS = {
     "edge-built": "qdrant-edge after HNSW build",
     "memory": "qdrant-client :memory:",
     "local": "qdrant-client local (path)",
+    "pgvector": "pgvector (embedded PostgreSQL)",
 }
 
 
@@ -157,7 +158,10 @@ async def run_backend(
     batch: int,
 ) -> dict[str, Any]:
     kind = "edge" if backend == "edge-built" else backend
-    index = build_index(kind, dim=dim, data_dir=data_dir, url=None, api_key=None, build_threshold=0)
+    database_url = await bench_database(data_dir) if backend == "pgvector" else None
+    index = build_index(
+        kind, dim=dim, data_dir=data_dir, url=None, api_key=None, build_threshold=0, database_url=database_url
+    )
     await index.ensure_collection()
     upsert_s = 0.0
     total = 0
@@ -195,7 +199,7 @@ async def run_backend(
         row["stall_ms"] = stall * 1e3
     if backend != "memory":  # on disk: how long a restart takes to get the index back
         t0 = time.perf_counter()
-        again = build_index(kind, dim=dim, data_dir=data_dir, url=None, api_key=None)  # local mode loads here
+        again = build_index(kind, dim=dim, data_dir=data_dir, url=None, api_key=None, database_url=database_url)
         await again.ensure_collection()
         reopened = await again.count()
         row["reopen_s"] = time.perf_counter() - t0
@@ -203,6 +207,15 @@ async def run_backend(
         if reopened != total:
             raise SystemExit(f"{backend}: {reopened} points after reopening, {total} before")
     return row
+
+
+async def bench_database(data_dir: Path) -> str:
+    """A database of its own in an embedded PostgreSQL under ``data_dir`` (the pgvector backend's table)."""
+    from service.db.embedded import ensure_database, start_embedded
+
+    server = await asyncio.to_thread(start_embedded, data_dir / "postgres")
+    await ensure_database(server.get_uri(), "bench")
+    return str(server.get_uri("bench"))
 
 
 async def longest_stall(task: asyncio.Task[Any]) -> float:

@@ -24,6 +24,7 @@ from service.conversations.endpoints import router as conversations_router
 from service.db import migrate
 from service.db.embedded import resolve_database_url
 from service.db.engine import Database, create_database
+from service.db.locks import OUTBOX_LEADER_LOCK, SessionLock
 from service.db.positions import CommitPositions, PositionHeaders
 from service.db.replicas import ReplicaMetrics, build_replicas
 from service.docs import install_docs
@@ -89,7 +90,13 @@ def create_app(
             app.state.vectors = recall
             worker = recall.worker if recall is not None else outbox_worker(db, settings)
             worker_task = asyncio.create_task(
-                worker.run(stop, poll=settings.outbox.poll_seconds, on_lag=outbox_gauges.update)
+                worker.run(
+                    stop,
+                    poll=settings.outbox.poll_seconds,
+                    on_lag=outbox_gauges.update,
+                    # One API process of all on this database applies the outbox (the others stand by).
+                    leader=SessionLock(db.url, OUTBOX_LEADER_LOCK),
+                )
             )
         # What exists by now (modules, the app, the engine) lives as long as the process. Frozen, it is left
         # out of the cyclic collector's full passes, which otherwise walk all of it and pause every

@@ -22,11 +22,12 @@ from service.settings import Settings
 
 ROLES = ("agent", "operator", "admin")
 EXIT_IN_USE = 3  # ctxmem serve: the data directory's embedded vector index is held by another process
+ONE_PROCESS_BACKENDS = ("edge", "memory", "local")  # vector backends one worker of several could not share
 
 
 def _settings(args: argparse.Namespace) -> Settings:
     overrides: dict[str, Any] = {}
-    for name in ("data_dir", "database_url", "host", "port"):
+    for name in ("data_dir", "database_url", "host", "port", "workers"):
         value = getattr(args, name, None)
         if value is not None:
             overrides[name] = value
@@ -58,6 +59,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from service.version import VERSION
 
     settings = _settings(args)
+    if settings.server.processes > 1 and settings.vectors.backend in ONE_PROCESS_BACKENDS:
+        print(
+            f"error: {settings.server.processes} workers need a vector index every worker reaches, and "
+            f"'{settings.vectors.backend}' lives inside one process: choose CTXMEM_VECTOR_BACKEND=pgvector (or "
+            "qdrant with CTXMEM_QDRANT_URL, or off), or run one worker (--workers 1)",
+            file=sys.stderr,
+        )
+        return 2
     if settings.vectors.backend == "edge":
         from service.vectors.qdrant_edge import holder
 
@@ -73,9 +82,30 @@ def cmd_serve(args: argparse.Namespace) -> int:
             return EXIT_IN_USE
 
     async def prepare(db: Any) -> int:
+        if settings.vectors.backend != "pgvector":
+            return 0
+        # The shared index's table (and the pgvector extension) made once, here, before any worker starts;
+        # a server without pgvector is one line saying what to install, not N workers' tracebacks.
+        from service.vectors.factory import build_index
+        from service.vectors.pgvector import PgVectorMissing
+
+        index = build_index(
+            "pgvector", dim=settings.vectors.embedding_dim, data_dir=settings.server.data_dir, url=None,
+            api_key=None, database_url=db.url,
+        )  # fmt: skip
+        try:
+            await index.ensure_collection()
+        except PgVectorMissing as exc:
+            print(f"error: vector backend pgvector: {exc}", file=sys.stderr)
+            return 2
+        finally:
+            await index.close()
         return 0
 
-    asyncio.run(_with_db(settings, prepare, migrate_first=settings.database.auto_migrate))
+    status = asyncio.run(_with_db(settings, prepare, migrate_first=settings.database.auto_migrate))
+    if status:
+        return status
+    workers = settings.server.processes
     where = (
         f"embedded PostgreSQL under {settings.postgres_dir.resolve()}"
         if settings.database.embedded
@@ -84,20 +114,31 @@ def cmd_serve(args: argparse.Namespace) -> int:
     exe = sys.argv[0] if sys.argv and sys.argv[0] else "ctxmem"
     print(
         f"ctxmem {VERSION} (schema {migrate.head_revision()}) serving on "
-        f"http://{settings.server.host}:{settings.server.port} ({where})",
+        f"http://{settings.server.host}:{settings.server.port} ({where}; "
+        f"{workers} worker{'s' if workers > 1 else ''}, vector index {settings.vectors.backend})",
         flush=True,
     )
     print(f"  API docs:   http://{settings.server.host}:{settings.server.port}/docs", flush=True)
     print(f"  console:    http://{settings.server.host}:{settings.server.port}/console", flush=True)
     print(f"  create key: {exe} keys create --tenant demo --role agent   (in another terminal)", flush=True)
-    uvicorn.run(
-        create_app(settings),
-        host=settings.server.host,
-        port=settings.server.port,
-        log_level=settings.server.log_level,
-        log_config=log_config(level=settings.server.log_level, fmt=settings.server.log_format),
+    common: dict[str, Any] = {
+        "host": settings.server.host,
+        "port": settings.server.port,
+        "log_level": settings.server.log_level,
+        "log_config": log_config(level=settings.server.log_level, fmt=settings.server.log_format),
         **uvicorn_options(settings),
-    )
+    }
+    if workers == 1:
+        uvicorn.run(create_app(settings), **common)
+        return 0
+    from service.workers import export_settings
+
+    # uvicorn spawns each worker as a fresh interpreter: the app and the protocol by import string, the
+    # settings in the environment. This process supervises them (a worker that dies is replaced) and holds
+    # the embedded PostgreSQL open until the last one has stopped.
+    export_settings(settings)
+    common["http"] = "service.workers:Protocol"
+    uvicorn.run("service.workers:create_worker_app", factory=True, workers=workers, **common)
     return 0
 
 
@@ -328,6 +369,9 @@ def build_parser() -> argparse.ArgumentParser:
     serve = sub.add_parser("serve", parents=[common], help="run the HTTP API")
     serve.add_argument("--host", help="bind address (CTXMEM_HOST, default 127.0.0.1)")
     serve.add_argument("--port", type=int, help="port (CTXMEM_PORT, default 8080)")
+    serve.add_argument(
+        "--workers", type=int, help="API processes (CTXMEM_WORKERS, default: the machine's cores; docs/operations.md)"
+    )
     serve.set_defaults(func=cmd_serve)
 
     mig = sub.add_parser("migrate", parents=[common], help="apply database migrations")

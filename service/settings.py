@@ -112,6 +112,11 @@ class ServerSettings(_Group):
 
     host: str = "127.0.0.1"
     port: int = Field(8080, ge=1, le=65535)
+    # API processes ``ctxmem serve`` runs (uvicorn workers on one socket); default: the machine's cores. More
+    # than one needs a vector index every process reaches: the default backend is then pgvector
+    # (docs/operations.md#workers).
+    # Unset: the machine's cores (``processes``).
+    workers: int | None = Field(None, ge=1, le=256)
     # Embedded PostgreSQL (postgres/), embedded vector index (vectors/), tokenizer file (tiktoken/).
     data_dir: Path = Path(".ctxmem")
     log_level: Literal["debug", "info", "warning", "error"] = "info"
@@ -128,6 +133,11 @@ class ServerSettings(_Group):
     header_timeout_seconds: float = Field(10.0, gt=0, le=600)
     body_timeout_seconds: float = Field(60.0, gt=0, le=3600)
     max_header_bytes: int = Field(64 * 1024, ge=4096, le=16 * 1024 * 1024)
+
+    @property
+    def processes(self) -> int:
+        """How many API processes ``ctxmem serve`` runs: ``workers``, or one per core when it is unset."""
+        return self.workers or os.cpu_count() or 1
 
 
 _POSTGRES_SCHEMES = ("postgresql://", "postgres://", "postgresql+asyncpg://")
@@ -289,7 +299,9 @@ class VectorsSettings(_Group):
     # "edge" (Qdrant's embedded engine under data_dir/vectors, the default without qdrant_url), "qdrant" (a
     # server at qdrant_url: the default when it is set), "memory" (qdrant-client in memory: tests), "local"
     # (qdrant-client's local mode: slow, a Python scan), "off".
-    backend: Literal["edge", "qdrant", "memory", "local", "off"] = "edge"
+    # "pgvector" (a table in the service's PostgreSQL, with the pgvector extension): the default instead of
+    # "edge" when server.workers > 1, since the embedded index serves one process.
+    backend: Literal["edge", "qdrant", "memory", "local", "off", "pgvector"] = "edge"
     qdrant_url: str | None = None
     qdrant_api_key: str | None = None
     # The embedded index (edge) builds HNSW graphs in a child process once this many points were written
@@ -393,6 +405,7 @@ class ConsoleSettings(_Group):
 FLAT_NAMES: dict[str, str] = {
     "host": "server.host",
     "port": "server.port",
+    "workers": "server.workers",
     "data_dir": "server.data_dir",
     "log_level": "server.log_level",
     "log_format": "server.log_format",
@@ -525,6 +538,15 @@ class Settings(BaseSettings):
             group, field = group_and_field(name)
             out[group] = {**_as_dict(out.get(group)), field: out.pop(name)}
         return out
+
+    @model_validator(mode="after")
+    def _shared_index_for_workers(self) -> Self:
+        # The embedded index serves one process: with several workers and no backend named, the vectors live
+        # in PostgreSQL, which every worker reaches (docs/operations.md#workers).
+        vectors = self.vectors
+        if vectors.backend == "edge" and "backend" not in vectors.model_fields_set and self.server.processes > 1:
+            vectors.backend = "pgvector"
+        return self
 
     def replace(self, **changes: Any) -> Self:
         """A copy with ``changes`` (the flat names, or groups as dicts of their fields) applied and validated.

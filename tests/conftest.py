@@ -69,7 +69,11 @@ def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def settings(database_url: str, data_dir: Path) -> Settings:
     # No HNSW builds of the session's index (a test of 100,000 items would wait minutes for one); the
     # build is tested on indexes of its own (tests/service/vectors/test_edge_build.py).
-    return Settings(database_url=database_url, data_dir=data_dir, tokenizer="o200k_base", vector_build_threshold=0)
+    # One worker: the suite's index is the embedded default of one process (the pgvector backend and serve
+    # --workers N are tested on their own, tests/service/vectors/ and tests/proof/test_workers.py).
+    return Settings(
+        database_url=database_url, data_dir=data_dir, tokenizer="o200k_base", vector_build_threshold=0, workers=1
+    )
 
 
 @pytest.fixture(scope="session")

@@ -50,7 +50,8 @@ def served(tmp_path: Path) -> Iterator[tuple[str, Path, subprocess.Popen[str]]]:
     data_dir = tmp_path / "data"
     port = _free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "service.cli", "serve", "--port", str(port)],
+        # one worker: the embedded index of one process, which a second server is refused (below)
+        [sys.executable, "-m", "service.cli", "serve", "--port", str(port), "--workers", "1"],
         cwd=ROOT,
         env=_env(data_dir),
         stdout=subprocess.PIPE,
@@ -119,7 +120,7 @@ def test_keys_create_next_to_serve_shares_the_embedded_database(
     # the CLI processes came and went; the server's database is still up
     assert httpx.get(base + "/readyz").status_code == 200
     # a second server on the same data directory says in one line who holds it, and starts nothing
-    second = ctxmem(data_dir, "serve", "--port", str(_free_port()))
+    second = ctxmem(data_dir, "serve", "--port", str(_free_port()), "--workers", "1")
     assert second.returncode == 3 and second.stdout == ""
     assert second.stderr.count("\n") == 1 and f"in use by another process (pid {proc.pid}: " in second.stderr
     assert "--data-dir" in second.stderr

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from service.vectors.base import VectorIndex
 
-BACKENDS = ("edge", "qdrant", "memory", "local")
+BACKENDS = ("edge", "pgvector", "qdrant", "memory", "local")
 
 
 def build_index(
@@ -18,11 +18,14 @@ def build_index(
     url: str | None,
     api_key: str | None,
     build_threshold: int | None = None,
+    database_url: str | None = None,
 ) -> VectorIndex:
     """``edge`` (default): Qdrant Edge, embedded, under ``data_dir/vectors``; one process at a time; HNSW
     builds in a child process once ``build_threshold`` points were written and a user has that many
     (``None``: the adapter's default, 0: never).
     ``qdrant``: a Qdrant server at ``url``. ``memory``: qdrant-client in memory, lost at exit (tests).
+    ``pgvector``: a table in the PostgreSQL at ``database_url`` (the service's own database), with the
+    pgvector extension; every process that reaches the database shares it (``ctxmem serve --workers N``).
     ``local``: qdrant-client's local mode under ``data_dir/qdrant-local``: a Python scan of every point per
     search, slow past a few thousand points; a pure-Python fallback."""
     if backend == "edge":
@@ -31,6 +34,12 @@ def build_index(
         if build_threshold is None:
             return QdrantEdgeIndex(data_dir / "vectors", dim=dim)
         return QdrantEdgeIndex(data_dir / "vectors", dim=dim, build_threshold=build_threshold)
+    if backend == "pgvector":
+        from service.vectors.pgvector import PgVectorIndex
+
+        if not database_url:
+            raise ValueError("vector backend 'pgvector' needs the database URL")
+        return PgVectorIndex(database_url, dim=dim)
     if backend in ("qdrant", "memory", "local"):
         from service.vectors.qdrant_server import QdrantServerIndex
 

@@ -78,6 +78,7 @@ async def build_recall(db: Database, settings: Settings) -> VectorRecall | None:
         url=settings.vectors.qdrant_url,
         api_key=settings.vectors.qdrant_api_key,
         build_threshold=settings.vectors.build_threshold,
+        database_url=db.url,
     )
     await index.ensure_collection()
     return VectorRecall(index, embedder, outbox_worker(db, settings, index, embedder))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import time
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
@@ -16,6 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from scoring.backoff import retry_delay
 from service.clock import Clock
 from service.db.engine import Database, session_scope
+from service.db.locks import SessionLock
 from service.db.models import ACTIVE_STATUSES
 from service.outage import Outage, is_outage
 from service.vectors import repository
@@ -211,27 +213,67 @@ class OutboxWorker:
             await self.index.settle()
         return total
 
-    async def run(self, stop: asyncio.Event, *, poll: float, on_lag: Callable[[Lag], None] | None = None) -> None:
-        """The background loop of the API process; ``on_lag`` receives the lag about once a second."""
+    async def run(
+        self,
+        stop: asyncio.Event,
+        *,
+        poll: float,
+        on_lag: Callable[[Lag], None] | None = None,
+        leader: SessionLock | None = None,
+    ) -> None:
+        """The background loop of the API process; ``on_lag`` receives the lag about once a second.
+
+        With ``leader`` (an advisory lock every API process on the database tries), only the process that
+        holds it applies the outbox: the others report the lag and try for the lock about once a second, so
+        when the holder dies (PostgreSQL frees its lock with its session) another takes over within ~1 s."""
         last_report = 0.0
-        while not stop.is_set():
-            if on_lag is not None and time.monotonic() - last_report >= 1.0:
-                last_report = time.monotonic()
-                with contextlib.suppress(Exception):
-                    async with session_scope(self.db) as session:
-                        on_lag(await repository.lag(session, now=self.clock.now()))
-            try:
-                n = await self.drain_once()
-                self.outage.recovered()
-            except Exception as exc:  # the database itself is unreachable: wait and try again
-                if is_outage(exc):
-                    self.outage.failed(exc)  # one line per outage, not a traceback per poll
-                else:
-                    log.exception("vector outbox worker error")
-                n = -1
-            if n > 0:
-                continue
-            if n == 0:  # caught up
-                await self.maintain()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), timeout=poll if n == 0 else poll * 5)
+        last_check = 0.0
+        try:
+            while not stop.is_set():
+                if time.monotonic() - last_report >= 1.0:
+                    last_report = time.monotonic()
+                    if on_lag is not None:
+                        with contextlib.suppress(Exception):
+                            async with session_scope(self.db) as session:
+                                on_lag(await repository.lag(session, now=self.clock.now()))
+                if leader is not None and (not leader.held or time.monotonic() - last_check >= 1.0):
+                    last_check = time.monotonic()
+                    if not await self._lead(leader):
+                        with contextlib.suppress(TimeoutError):
+                            await asyncio.wait_for(stop.wait(), timeout=1.0)
+                        continue
+                try:
+                    n = await self.drain_once()
+                    self.outage.recovered()
+                except Exception as exc:  # the database itself is unreachable: wait and try again
+                    if is_outage(exc):
+                        self.outage.failed(exc)  # one line per outage, not a traceback per poll
+                    else:
+                        log.exception("vector outbox worker error")
+                    n = -1
+                if n > 0:
+                    continue
+                if n == 0:  # caught up
+                    await self.maintain()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), timeout=poll if n == 0 else poll * 5)
+        finally:
+            if leader is not None:
+                await leader.release()
+
+    async def _lead(self, leader: SessionLock) -> bool:
+        """Whether this process (still) holds the outbox's lock, taking it if it is free."""
+        try:
+            if leader.held:
+                if await leader.check():
+                    return True
+                log.warning("vector outbox worker: lost the leader lock (its connection ended); trying again")
+            if await leader.acquire():
+                log.info("vector outbox worker: this process (pid %d) applies the outbox", os.getpid())
+                return True
+        except Exception as exc:
+            if is_outage(exc):
+                self.outage.failed(exc)
+            else:
+                log.exception("vector outbox worker: the leader lock failed")
+        return False

@@ -60,12 +60,17 @@ class LiveServer:
         return self.proc.returncode
 
 
-def start_server(database_url: str, data_dir: Path, *, ready_timeout: float = 90.0, **env: str) -> LiveServer:
-    """Start ``ctxmem serve`` against an already migrated database and wait until ``/healthz`` answers."""
+def start_server(
+    database_url: str, data_dir: Path, *, ready_timeout: float = 90.0, workers: int = 1, **env: str
+) -> LiveServer:
+    """Start ``ctxmem serve`` against an already migrated database and wait until ``/healthz`` answers.
+    ``workers``: ``--workers`` (1, one process, unless a test asks for more; the default of serve itself is
+    the machine's cores)."""
     data_dir.mkdir(parents=True, exist_ok=True)
     port = free_port()
     log_path = data_dir / "serve.log"
     cmd = [sys.executable, "-m", "service.cli", "serve", "--host", "127.0.0.1", "--port", str(port)]
+    cmd += ["--workers", str(workers)]
     with log_path.open("wb") as log:
         proc = subprocess.Popen(
             cmd, cwd=ROOT, env=child_env(database_url, data_dir, **env), stdout=log, stderr=subprocess.STDOUT

@@ -29,6 +29,7 @@ SAMPLES: dict[str, Any] = {
     "database.url": "postgresql://ctxmem@db.internal:5432/ctxmem",
     "database.replica_urls": ["postgresql://ctxmem@r1.internal/ctxmem", "postgresql://ctxmem@r2.internal/ctxmem"],
     "server.host": "10.0.0.7",
+    "server.workers": 3,
     "lifetimes.by_type_seconds": {"tool_result": 60},
     "lifetimes.by_scope_seconds": {"step": 60},
     "jobs.schedules": {"expire": "off", "reindex": "interval:60"},
@@ -164,8 +165,27 @@ def test_which_spelling_wins(monkeypatch: pytest.MonkeyPatch) -> None:
     assert Settings(window={"watermark": 0.2}).window.watermark == 0.2
 
 
+def test_several_workers_mean_the_pgvector_index_unless_a_backend_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    assert Settings().server.workers is None
+    assert Settings().server.processes == (os.cpu_count() or 1)  # the machine's cores by default
+    assert Settings(workers=1).vectors.backend == "edge"  # one process: the embedded index, as before
+    assert Settings(workers=2).vectors.backend == "pgvector"  # every worker reaches PostgreSQL
+    assert Settings(workers=2, vector_backend="edge").vectors.backend == "edge"  # named: kept (serve refuses it)
+    assert Settings(workers=4, qdrant_url="http://qdrant:6333").vectors.backend == "qdrant"
+    monkeypatch.setenv("CTXMEM_WORKERS", "3")
+    assert (Settings().server.processes, Settings().vectors.backend) == (3, "pgvector")
+    # what the workers of serve are handed keeps the resolved backend
+    resolved = Settings()
+    assert Settings.model_validate_json(resolved.model_dump_json()).vectors.backend == "pgvector"
+    monkeypatch.setenv("CTXMEM_WORKERS", "0")
+    with pytest.raises(ValidationError, match="CTXMEM_WORKERS"):
+        Settings()
+
+
 def test_a_qdrant_url_means_the_qdrant_server(monkeypatch: pytest.MonkeyPatch) -> None:
-    assert Settings().vectors.backend == "edge"  # embedded by default
+    assert Settings(workers=1).vectors.backend == "edge"  # embedded by default
     assert Settings(qdrant_url="http://qdrant:6333").vectors.backend == "qdrant"
     monkeypatch.setenv("CTXMEM_QDRANT_URL", "http://qdrant:6333")
     assert Settings().vectors.backend == "qdrant"  # as compose and Kubernetes set it

@@ -1,21 +1,39 @@
-"""One contract for every VectorIndex adapter: Qdrant Edge (embedded, the default), qdrant-client in memory
-and qdrant-client's local mode on disk. Built through ``build_index`` so the factory is covered too.
+"""One contract for every VectorIndex adapter: Qdrant Edge (embedded, the default), pgvector (a table in a
+real PostgreSQL: the backend of ``ctxmem serve --workers N``), qdrant-client in memory and qdrant-client's
+local mode on disk. Built through ``build_index`` so the factory is covered too.
 
 A dimension mismatch is a caller or configuration bug, not an outage: it raises ``ValueError`` (callers fall
 back to PostgreSQL only on ``VectorIndexUnavailable``, which would hide such a bug for ever)."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import secrets
 import socket
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import asyncpg
 import numpy as np
 import pytest
+from sqlalchemy import text
+from sqlalchemy.engine import make_url
 
+from schemas.items import ItemCreate
+from service.auth.service import Principal, create_key
+from service.clock import Clock
+from service.context import RequestContext
+from service.db import migrate
+from service.db.embedded import ensure_database
+from service.db.engine import create_database, session_scope
+from service.items.service import create_items
+from service.settings import Settings
+from service.tokenizer import build_tokenizer
 from service.vectors.base import VectorIndex, VectorIndexUnavailable, VectorPoint
 from service.vectors.factory import build_index
+from service.vectors.pgvector import PgVectorIndex, PgVectorMissing
 from service.vectors.qdrant_edge import QdrantEdgeIndex
 from service.vectors.qdrant_server import QdrantServerIndex
 
@@ -40,14 +58,33 @@ def point(
     return VectorPoint(id=id_ or uuid.uuid4(), vector=[float(x) for x in vector], payload=payload)
 
 
-@pytest.fixture(params=["edge", "memory", "local"])
-async def index(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[VectorIndex]:
-    idx = build_index(request.param, dim=DIM, data_dir=tmp_path, url=None, api_key=None)
-    await idx.ensure_collection()
+@contextlib.asynccontextmanager
+async def fresh_database(server_url: str) -> AsyncIterator[str]:
+    """A database of its own on the test PostgreSQL (the pgvector backend's table and extension in it)."""
+    name = f"ctxmem_vec_{secrets.token_hex(4)}"
+    await ensure_database(server_url, name)
     try:
-        yield idx
+        yield make_url(server_url).set(database=name).render_as_string(hide_password=False)
     finally:
-        await idx.close()
+        conn = await asyncpg.connect(server_url)
+        try:
+            await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        finally:
+            await conn.close()
+
+
+@pytest.fixture(params=["edge", "pgvector", "memory", "local"])
+async def index(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[VectorIndex]:
+    async with contextlib.AsyncExitStack() as stack:
+        url = None
+        if request.param == "pgvector":
+            url = await stack.enter_async_context(fresh_database(request.getfixturevalue("server_url")))
+        idx = build_index(request.param, dim=DIM, data_dir=tmp_path, url=None, api_key=None, database_url=url)
+        await idx.ensure_collection()
+        try:
+            yield idx
+        finally:
+            await idx.close()
 
 
 async def test_empty_collection(index: VectorIndex) -> None:
@@ -280,12 +317,107 @@ async def test_unreachable_server_is_unavailable() -> None:
     assert idx.name == "qdrant"
 
 
+async def test_pgvector_survives_close_and_reopen_and_rejects_another_dimension(server_url: str) -> None:
+    v = unit_vectors(5, 9)
+    points = [point(x) for x in v]
+    async with fresh_database(server_url) as url:
+        first = PgVectorIndex(url, dim=DIM)
+        await first.ensure_collection()
+        await first.upsert(points)
+        await first.close()
+        with pytest.raises(VectorIndexUnavailable):
+            await first.count()
+        # two processes (here: two objects with pools of their own) see one table
+        a, b = PgVectorIndex(url, dim=DIM), PgVectorIndex(url, dim=DIM)
+        await asyncio.gather(a.ensure_collection(), b.ensure_collection())
+        try:
+            await a.delete([points[0].id])
+            assert await b.count() == 4
+            assert [h.id for h in await b.search(v[3], tenant_id="t1", user_id="u1", limit=1)] == [points[3].id]
+        finally:
+            await a.close()
+            await b.close()
+        other = PgVectorIndex(url, dim=DIM * 2)
+        with pytest.raises(ValueError, match=f"vector\\({DIM}\\)"):
+            await other.ensure_collection()
+        await other.close()
+
+
+async def test_pgvector_creating_its_table_queues_every_active_item(server_url: str) -> None:
+    """Switching a database that holds items (and a drained outbox) to pgvector fills the new table."""
+    async with fresh_database(server_url) as url:
+        settings = Settings(database_url=url, workers=1, tokenizer="estimate")
+        fresh = create_database(url, settings)
+        try:
+            await migrate.upgrade(fresh.engine)
+            async with session_scope(fresh) as s:
+                key = await create_key(s, tenant_id="t", role="agent", name=None, now=Clock().now(), actor="test")
+                ctx = RequestContext(
+                    s, Principal(tenant_id="t", key_id=key.id, role="agent"), settings,
+                    build_tokenizer("estimate", cache_dir=None), Clock().now(),
+                )  # fmt: skip
+                items = [ItemCreate(type="fact", content=f"fact number {n}") for n in range(5)]
+                await create_items(ctx, user_id="u", items=items, batch=True)
+            async with session_scope(fresh) as s:
+                await s.execute(text("DELETE FROM vector_outbox"))  # as if the old index had applied them
+            idx = PgVectorIndex(url, dim=DIM)
+            await idx.ensure_collection()
+            await idx.close()
+            again = PgVectorIndex(url, dim=DIM)  # the table exists now: nothing is queued twice
+            await again.ensure_collection()
+            await again.close()
+            async with session_scope(fresh) as s:
+                queued = (await s.execute(text("SELECT count(*) FROM vector_outbox WHERE op = 'sync'"))).scalar_one()
+            assert queued == 5
+        finally:
+            await fresh.dispose()
+
+
+async def test_pgvector_without_the_extension_says_what_to_install(server_url: str) -> None:
+    async with fresh_database(server_url) as url:
+        conn = await asyncpg.connect(url)
+        try:  # a role that may not create extensions, on a database without one
+            await conn.execute("CREATE ROLE ctxmem_novec LOGIN PASSWORD 'x'")
+        except asyncpg.DuplicateObjectError:
+            pass
+        finally:
+            await conn.close()
+        limited = make_url(url).set(username="ctxmem_novec", password="x").render_as_string(hide_password=False)
+        idx = PgVectorIndex(limited, dim=DIM)
+        try:
+            with pytest.raises(PgVectorMissing, match="CTXMEM_VECTOR_BACKEND"):
+                await idx.ensure_collection()
+        finally:
+            await idx.close()
+    conn = await asyncpg.connect(server_url)
+    try:
+        await conn.execute("DROP ROLE IF EXISTS ctxmem_novec")
+    finally:
+        await conn.close()
+
+
+async def test_pgvector_unreachable_is_unavailable() -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    idx = PgVectorIndex(f"postgresql://postgres@127.0.0.1:{port}/x", dim=DIM)
+    with pytest.raises(VectorIndexUnavailable):
+        await idx.ensure_collection()
+    with pytest.raises(VectorIndexUnavailable):
+        await idx.search(unit_vectors(1, 0)[0], tenant_id="t1", user_id="u1", limit=3)
+    await idx.close()
+
+
 def test_factory(tmp_path: Path) -> None:
     edge = build_index("edge", dim=DIM, data_dir=tmp_path, url=None, api_key=None)
     assert isinstance(edge, QdrantEdgeIndex)
     assert edge.path.parent == tmp_path / "vectors"
     with pytest.raises(ValueError, match="URL"):
         build_index("qdrant", dim=DIM, data_dir=tmp_path, url=None, api_key=None)
+    with pytest.raises(ValueError, match="database URL"):
+        build_index("pgvector", dim=DIM, data_dir=tmp_path, url=None, api_key=None)
+    pg = build_index("pgvector", dim=DIM, data_dir=tmp_path, url=None, api_key=None, database_url="postgresql://h/d")
+    assert isinstance(pg, PgVectorIndex) and pg.name == "pgvector"
     with pytest.raises(ValueError, match="unknown vector backend"):
         build_index("faiss", dim=DIM, data_dir=tmp_path, url=None, api_key=None)
 
