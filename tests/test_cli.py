@@ -134,6 +134,19 @@ def test_keys_create_next_to_serve_shares_the_embedded_database(
     assert "keys create" in out
 
 
+def test_serve_refuses_several_workers_on_an_index_of_one_process(tmp_path: Path) -> None:
+    for backend in ("edge", "memory", "local"):
+        env = {**_env(tmp_path / "d"), "CTXMEM_VECTOR_BACKEND": backend}
+        done = subprocess.run(
+            [sys.executable, "-m", "service.cli", "serve", "--port", str(_free_port()), "--workers", "2"],
+            cwd=ROOT, env=env, capture_output=True, text=True, timeout=60, check=False,
+        )  # fmt: skip
+        assert done.returncode == 2 and done.stdout == "", done.stderr
+        assert f"'{backend}' lives inside one process" in done.stderr and "pgvector" in done.stderr
+        assert done.stderr.count("\n") == 1
+    assert not (tmp_path / "d").exists()  # refused before anything started
+
+
 def test_cli_errors_are_clear(tmp_path: Path) -> None:
     bad_role = ctxmem(tmp_path / "d", "keys", "create", "--tenant", "t", "--role", "root")
     assert bad_role.returncode == 2 and "invalid choice" in bad_role.stderr
