@@ -304,6 +304,11 @@ class VectorsSettings(_Group):
     backend: Literal["edge", "qdrant", "memory", "local", "off", "pgvector"] = "edge"
     qdrant_url: str | None = None
     qdrant_api_key: str | None = None
+    # A distributed Qdrant cluster: each tenant's points under a shard key of their own (user-defined
+    # sharding; service/vectors/qdrant_server.py), with this many shards per key and copies of each.
+    qdrant_shard_by_tenant: bool = False
+    qdrant_shard_number: int | None = Field(None, ge=1, le=1000)
+    qdrant_replication_factor: int | None = Field(None, ge=1, le=100)
     # The embedded index (edge) builds HNSW graphs in a child process once this many points were written
     # since its last build and some user has this many points (a user's search is otherwise an exact scan
     # of their points: ~0.3 ms a thousand); 0 never builds (service/vectors/qdrant_edge.py).
@@ -447,6 +452,9 @@ FLAT_NAMES: dict[str, str] = {
     "vector_backend": "vectors.backend",
     "qdrant_url": "vectors.qdrant_url",
     "qdrant_api_key": "vectors.qdrant_api_key",
+    "qdrant_shard_by_tenant": "vectors.qdrant_shard_by_tenant",
+    "qdrant_shard_number": "vectors.qdrant_shard_number",
+    "qdrant_replication_factor": "vectors.qdrant_replication_factor",
     "vector_build_threshold": "vectors.build_threshold",
     "vector_max_lag_seconds": "vectors.max_lag_seconds",
     "embedder": "vectors.embedder",

@@ -79,6 +79,9 @@ async def build_recall(db: Database, settings: Settings) -> VectorRecall | None:
         api_key=settings.vectors.qdrant_api_key,
         build_threshold=settings.vectors.build_threshold,
         database_url=db.url,
+        shard_by_tenant=settings.vectors.qdrant_shard_by_tenant,
+        shard_number=settings.vectors.qdrant_shard_number,
+        replication_factor=settings.vectors.qdrant_replication_factor,
     )
     await index.ensure_collection()
     return VectorRecall(index, embedder, outbox_worker(db, settings, index, embedder))

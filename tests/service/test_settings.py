@@ -85,6 +85,8 @@ def _sample(path: str) -> Any:
         return Path("/srv/ctxmem-elsewhere")
     if float in kinds:
         return 0.25
+    if int in kinds:
+        return 2
     if str in kinds:
         return "sample-value"
     raise AssertionError(f"no sample for {path}: {info.annotation}")

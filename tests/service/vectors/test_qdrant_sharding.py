@@ -11,8 +11,11 @@ from collections.abc import AsyncIterator, Iterator
 import numpy as np
 import pytest
 
+from service.db.engine import Database
+from service.settings import Settings
 from service.vectors.base import COLLECTION
 from service.vectors.qdrant_server import QdrantServerIndex
+from service.vectors.recall import build_recall
 from tests.service.vectors.qdrant_standin import QdrantStandIn, serve
 from tests.service.vectors.test_index_contract import DIM, point, unit_vectors
 
@@ -101,3 +104,22 @@ async def test_local_mode_refuses_shard_keys() -> None:
             await idx.ensure_collection()
     finally:
         await idx.close()
+
+
+async def test_the_settings_reach_the_index(
+    standin: tuple[QdrantStandIn, str], db: Database, settings: Settings
+) -> None:
+    server, url = standin
+    configured = settings.replace(
+        vector_backend="qdrant", qdrant_url=url, qdrant_shard_by_tenant=True, qdrant_shard_number=3,
+        qdrant_replication_factor=2, embedding_dim=DIM,
+    )  # fmt: skip
+    recall = await build_recall(db, configured)
+    assert recall is not None
+    try:
+        assert isinstance(recall.index, QdrantServerIndex) and recall.index.shard_by_tenant
+        c = server.collections[COLLECTION]
+        assert (c.custom, c.shard_number, c.replication_factor) == (True, 3, 2)
+    finally:
+        await recall.index.close()
+        await recall.embedder.close()
