@@ -19,9 +19,11 @@ C = T.c
 
 # Appends to one session are serialised on a transaction-scoped advisory lock of the session (the user's
 # own lock is only held shared by writes): each append reads the session's last seq and numbers after it.
+# The hash's seed is "cxco" (0x6378636f) written in decimal: hexadecimal integer literals are PostgreSQL 16+.
+_SESSION_LOCK_SEED = 0x6378636F
 _SESSION_LOCK = text(
     "SELECT pg_advisory_xact_lock(hashtextextended(CAST(:tenant_id AS text) || chr(31) || CAST(:user_id AS text) "
-    "|| chr(31) || CAST(:session_id AS text), 0x6378636f))"
+    f"|| chr(31) || CAST(:session_id AS text), {_SESSION_LOCK_SEED}))"
 )
 
 

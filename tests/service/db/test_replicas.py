@@ -276,3 +276,26 @@ async def test_a_replica_that_is_down_sends_reads_to_the_primary(setup: Setup, u
         assert "replica 127.0.0.1:" in setup.live.log_tail() and "reads go to the primary" in setup.live.log_tail()
     finally:
         await asyncio.to_thread(setup.cluster.replica.start)
+
+
+async def test_a_window_that_archives_reads_on_the_primary_and_a_replayed_write_gets_a_position(
+    setup: Setup, user: str
+) -> None:
+    async with httpx.AsyncClient(base_url=setup.live.base_url, timeout=30) as c:
+        r = await c.post(
+            f"/v1/users/{user}/sessions/s1/messages",
+            json={"messages": [{"role": "user", "content": "We deploy on Tuesdays."}]},
+            headers=setup.keys.agent,
+        )
+        assert r.status_code in (200, 201), setup.live.log_tail(60)
+        assert parse_lsn(r.headers[COMMIT_HEADER]) > 0
+        # The stored session's history: a window that may archive its turns, so it reads where it writes.
+        w, _ = await read(setup.live, setup.keys, user, "window", session_id="s1")
+        assert w.headers[SOURCE_HEADER] == "primary"
+        item = {"type": "fact", "content": "Idempotent.", "source": "user"}
+        headers = {**setup.keys.agent, "Idempotency-Key": f"k-{user}"}
+        first = await c.post(f"/v1/users/{user}/items", json=item, headers=headers)
+        again = await c.post(f"/v1/users/{user}/items", json=item, headers=headers)
+    assert first.status_code == again.status_code == 201
+    assert again.headers["idempotent-replayed"] == "true"
+    assert parse_lsn(again.headers[COMMIT_HEADER]) >= parse_lsn(first.headers[COMMIT_HEADER])
