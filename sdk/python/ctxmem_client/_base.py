@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import uuid
 from dataclasses import dataclass
 from typing import Any
@@ -54,6 +55,31 @@ class Config:
         if self.api_key:
             out["Authorization"] = f"Bearer {self.api_key}"
         return out
+
+
+COMMIT_HEADER = "X-Ctxmem-Commit-Lsn"
+_LSN = re.compile(r"[0-9A-Fa-f]{1,8}/[0-9A-Fa-f]{1,8}")
+
+
+class CommitPosition:
+    """Read-your-writes with a server that reads from replicas: the latest commit position
+    (``X-Ctxmem-Commit-Lsn``) the server answered this client's writes with, sent back on every later
+    request, so that a window or search shows this client's writes whichever server process serves it."""
+
+    def __init__(self) -> None:
+        self._latest: tuple[int, str] | None = None
+
+    def note(self, response: httpx.Response) -> None:
+        text = response.headers.get(COMMIT_HEADER, "")
+        if not _LSN.fullmatch(text):
+            return
+        high, low = text.split("/")
+        value = int(high, 16) << 32 | int(low, 16)
+        if self._latest is None or value > self._latest[0]:
+            self._latest = (value, text)
+
+    def headers(self) -> dict[str, str]:
+        return {COMMIT_HEADER: self._latest[1]} if self._latest is not None else {}
 
 
 def attempt_headers(call: Call[Any]) -> dict[str, str]:

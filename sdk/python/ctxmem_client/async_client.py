@@ -14,7 +14,15 @@ import httpx
 from typing_extensions import Unpack
 
 from ctxmem_client import _calls as calls
-from ctxmem_client._base import DEFAULT_TIMEOUT, Config, attempt_headers, connection_failed, finish, retry_delay
+from ctxmem_client._base import (
+    DEFAULT_TIMEOUT,
+    CommitPosition,
+    Config,
+    attempt_headers,
+    connection_failed,
+    finish,
+    retry_delay,
+)
 from ctxmem_client._calls import Call, T
 from ctxmem_client._retry import RETRY_EXCEPTIONS, RetryPolicy
 from ctxmem_client.models import (
@@ -72,6 +80,7 @@ class AsyncClient:
     ) -> None:
         self.config = Config.resolve(base_url, api_key, timeout=timeout, max_retries=max_retries, retry=retry)
         self._sleep = sleep
+        self.position = CommitPosition()
         self._http = httpx.AsyncClient(
             base_url=self.config.base_url,
             headers=self.config.headers(),
@@ -110,7 +119,7 @@ class AsyncClient:
 
     async def send(self, call: Call[T]) -> T:
         """One call, with its retries."""
-        headers = attempt_headers(call)
+        headers = {**attempt_headers(call), **self.position.headers()}
         attempt = 0
         while True:
             try:
@@ -122,6 +131,7 @@ class AsyncClient:
                 if delay is None:
                     raise connection_failed(call, exc, attempt + 1) from exc
             else:
+                self.position.note(response)
                 delay = retry_delay(call, self.config.retry, attempt, response)
                 if delay is None:
                     return finish(call, response)
