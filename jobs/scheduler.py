@@ -12,6 +12,7 @@ import asyncio
 import logging
 import signal
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.cron import CronTrigger
@@ -24,6 +25,11 @@ from service.settings import Settings
 
 log = logging.getLogger("ctxmem.scheduler")
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+# On SIGTERM the runs in progress get this long to finish before they are cancelled (a cancelled run rolls
+# back its batch and stays "running" until the next run marks it interrupted). Below the grace periods of
+# deploy/ (compose's stop_grace_period 30 s, the scheduler pod's terminationGracePeriodSeconds 60 s).
+STOP_GRACE_SECONDS = 25.0
+_running: set[asyncio.Task[Any]] = set()
 
 
 def tick_of(spec: str, now: datetime) -> datetime:
@@ -46,7 +52,14 @@ def trigger_of(spec: str) -> IntervalTrigger | CronTrigger:
 async def fire(name: str, spec: str, *, db: Database, settings: Settings, clock: Clock) -> JobResult:
     """One firing: the run of ``name`` for the tick ``clock`` is in, unless another replica took that tick."""
     tick = tick_of(spec, clock.now())
-    result = await run_job(name, db=db, settings=settings, clock=clock, trigger="scheduler", tick=tick)
+    task = asyncio.current_task()
+    if task is not None:
+        _running.add(task)
+    try:
+        result = await run_job(name, db=db, settings=settings, clock=clock, trigger="scheduler", tick=tick)
+    finally:
+        if task is not None:
+            _running.discard(task)
     if result.status == "skipped":
         log.info("%s tick %s skipped: %s", name, tick.isoformat(), result.reason)
     else:
@@ -87,4 +100,10 @@ async def run_scheduler(
     try:
         await stop.wait()
     finally:
-        scheduler.shutdown(wait=True)
+        # No new firings; the runs in progress finish (APScheduler's shutdown does not wait for coroutines,
+        # and leaving asyncio.run would cancel them mid-batch).
+        scheduler.pause()
+        if _running:
+            log.info("waiting up to %.0f s for %d job run(s) to finish", STOP_GRACE_SECONDS, len(_running))
+            await asyncio.wait(set(_running), timeout=STOP_GRACE_SECONDS)
+        scheduler.shutdown(wait=False)
