@@ -2,7 +2,10 @@
 
 Reports the service time of ``POST /window``'s work (p50/p99 over ``--calls`` calls, in process, one
 session per call as in a request) beside a raw asyncpg fetch of the same rows measured in the same run,
-and optionally (``--http``) latency over real HTTP with 50 concurrent clients.
+and optionally (``--http``) latency over real HTTP: ``ctxmem serve --workers W`` for each W of ``--workers``
+(default 1, 2 and the machine's cores; one worker uses the embedded Qdrant Edge index, more the pgvector
+table, filled with the same points), each with 50 closed-loop clients and then an open loop at
+``--offered`` windows/s (default 100) for ``--open-seconds``.
 
 The window runs with the default retrieve step: hybrid relevance of the user's items to the query (full-
 text search in PostgreSQL plus the embedded Qdrant Edge index, hashing embedder), with the index holding
@@ -17,7 +20,7 @@ only, as when the index is down: ``degraded``); and with the cache off, so every
 everything — what the first window after any write to the user's items or profile costs.
 
     python -m bench.window [--calls 2000] [--items 1000] [--entries 200] [--index-points 100000] [--http]
-                           [--database-url URL]
+                           [--workers 1,2,N] [--offered 100] [--open-seconds 10] [--database-url URL]
 """
 
 from __future__ import annotations
@@ -29,12 +32,14 @@ import json
 import os
 import random
 import secrets
+import signal
 import socket
 import statistics
 import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -111,6 +116,24 @@ def make_items(rnd: random.Random, n: int) -> list[ItemCreate]:
     return out
 
 
+async def add_filler(index: Any, rnd: random.Random, tenant: str, n: int, dim: int) -> None:
+    """``n`` points of 99 other users of the tenant, their texts drawn from ``rnd``."""
+    for start in range(0, n, 5000):
+        k = min(5000, n - start)
+        vecs = hash_embed([text(rnd, 15, 60) for _ in range(k)], dim=dim).tolist()
+        await index.upsert(
+            [
+                VectorPoint(
+                    id=uuid.uuid4(),
+                    vector=v,
+                    payload={"tenant_id": tenant, "user_id": f"other-{(start + j) % 99}", "type": "fact",
+                             "status": "available", "domain": None},
+                )
+                for j, v in enumerate(vecs)
+            ]
+        )  # fmt: skip
+
+
 def make_observations(rnd: random.Random, n: int) -> list[ObservationCreate]:
     out = []
     for i in range(n):
@@ -141,7 +164,8 @@ ENTRIES_SQL = "SELECT * FROM profile_entry WHERE tenant_id = $1 AND user_id = $2
 
 async def main(args: argparse.Namespace) -> int:
     async with bench_database("ctxmem-bench-window-", args.database_url) as (url, tmp):
-        settings = Settings(database_url=url, data_dir=tmp)
+        # One worker: the in-process rows measure the embedded index (Qdrant Edge), as they always have.
+        settings = Settings(database_url=url, data_dir=tmp, workers=1)
         db = create_database(url, settings)
         await migrate.upgrade(db.engine)
         tokenizer = build_tokenizer(settings.tokens.tokenizer, cache_dir=settings.resolved_tokenizer_cache_dir)
@@ -179,20 +203,8 @@ async def main(args: argparse.Namespace) -> int:
             f"index upkeep after it (graph build) {settle_s:.1f} s"
         )
         filler = max(0, args.index_points - applied)
-        for start in range(0, filler, 5000):
-            n = min(5000, filler - start)
-            vecs = hash_embed([text(rnd, 15, 60) for _ in range(n)], dim=settings.vectors.embedding_dim).tolist()
-            await recall.index.upsert(
-                [
-                    VectorPoint(
-                        id=uuid.uuid4(),
-                        vector=v,
-                        payload={"tenant_id": tenant, "user_id": f"other-{(start + j) % 99}", "type": "fact",
-                                 "status": "available", "domain": None},
-                    )
-                    for j, v in enumerate(vecs)
-                ]
-            )  # fmt: skip
+        filler_state = rnd.getstate()  # --http fills a pgvector index with the same points again
+        await add_filler(recall.index, rnd, tenant, filler, settings.vectors.embedding_dim)
         points = await recall.index.count()
         # As autovacuum soon would after a load: the planner's statistics current, and no vacuum or
         # analyze running into the timed rows (on 2 cores it shows in every figure).
@@ -342,87 +354,183 @@ async def main(args: argparse.Namespace) -> int:
             "ratio_p50": ratio,
             "modes": modes,
         }
+        await recall.index.close()  # the servers below open it (one worker) or use PostgreSQL's (more)
         if args.http:
-            result["http"] = await http_bench(url, tmp, key.secret, user, req, args)
+            fill = random.Random()
+            fill.setstate(filler_state)
+
+            async def shared_index() -> None:
+                """The pgvector table with the same points: this user's items through the outbox (the
+                table's creation queues them), then the same filler."""
+                pg = await build_recall(db, settings.replace(vector_backend="pgvector"))
+                assert pg is not None
+                await pg.worker.drain()
+                await add_filler(pg.index, fill, tenant, filler, settings.vectors.embedding_dim)
+                print(f"pgvector index: {await pg.index.count():,} points", file=sys.stderr)
+                await pg.index.close()
+
+            result["http"] = await http_bench(url, tmp, key.secret, user, req, args, shared_index)
         out = Path(__file__).parent / "results" / "window.json"
         out.parent.mkdir(exist_ok=True)
         out.write_text(json.dumps(result, indent=2))
-        await recall.index.close()
         await db.dispose()
         return 0
 
 
+def worker_counts(spec: str) -> list[int]:
+    """``--workers``: "1,2,N" (N: the machine's cores), each once, in order."""
+    out: list[int] = []
+    for part in spec.split(","):
+        n = (os.cpu_count() or 1) if part.strip().upper() == "N" else int(part)
+        if n < 1:
+            raise SystemExit(f"--workers: {part!r} is not a number of workers")
+        if n not in out:
+            out.append(n)
+    return out
+
+
 async def http_bench(
-    url: str, tmp: Path, secret: str, user: str, req: WindowRequest, args: argparse.Namespace
+    url: str,
+    tmp: Path,
+    secret: str,
+    user: str,
+    req: WindowRequest,
+    args: argparse.Namespace,
+    shared_index: Callable[[], Awaitable[None]],
 ) -> dict[str, Any]:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    env = {**os.environ, "CTXMEM_DATA_DIR": str(tmp / "srv"), "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "service.cli",
-            "serve",
-            "--port",
-            str(port),
-            "--database-url",
-            url,
-            "--host",
-            "127.0.0.1",
-        ],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(300):
-            try:
-                if httpx.get(base + "/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                await asyncio.sleep(0.1)
-        body = req.model_dump(mode="json", exclude_none=True)
-        latencies: list[float] = []
-        errors = 0
-        # uvicorn closes a keep-alive connection after 5 s idle; reusing one just then is a ReadError, so
-        # the client lets idle connections go first.
-        limits = httpx.Limits(max_connections=args.clients, keepalive_expiry=4.0)
-        async with httpx.AsyncClient(base_url=base, limits=limits, timeout=30) as client:
-            headers = {"Authorization": f"Bearer {secret}"}
-
-            async def worker(n: int) -> None:
-                nonlocal errors
-                for _ in range(n):
-                    t0 = time.perf_counter()
-                    r = await client.post(f"/v1/users/{user}/window", json=body, headers=headers)
-                    latencies.append((time.perf_counter() - t0) * 1000)
-                    if r.status_code != 200:
-                        errors += 1
-
-            await asyncio.gather(*(worker(20) for _ in range(args.clients)))
-            t0 = time.perf_counter()
-            latencies.clear()
-            await asyncio.gather(*(worker(args.http_requests // args.clients) for _ in range(args.clients)))
-            wall = time.perf_counter() - t0
-        out = {
-            "clients": args.clients,
-            "requests": len(latencies),
-            "errors": errors,
-            "p50_ms": pct(latencies, 50),
-            "p99_ms": pct(latencies, 99),
-            "throughput_rps": len(latencies) / wall,
+    """``ctxmem serve --workers W`` for each W of ``--workers``, on the benchmark's database and index (one
+    worker: the embedded Qdrant Edge index the in-process rows used; more: pgvector, filled first): a
+    closed loop of ``--clients`` clients, then an open loop at ``--offered`` windows/s."""
+    rows: dict[str, Any] = {}
+    filled = False
+    load = os.getloadavg()
+    for workers in worker_counts(args.workers):
+        if workers > 1 and not filled:
+            await shared_index()
+            filled = True
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = sock.getsockname()[1]
+        env = {
+            **{k: v for k, v in os.environ.items() if not k.startswith("CTXMEM_")},
+            "CTXMEM_DATA_DIR": str(tmp),
+            "CTXMEM_WORKERS": str(workers),
+            # the closed loop sends as fast as the server answers, with one key: no per-key limit here
+            "CTXMEM_RATE_LIMIT_PER_SECOND": "0",
+            "CTXMEM_LOG_LEVEL": "warning",
+            "PYTHONPATH": str(Path(__file__).resolve().parents[1]),
         }
-        print(
-            f"HTTP, {args.clients} concurrent clients, {len(latencies)} requests: p50 {out['p50_ms']:.1f} ms, "
-            f"p99 {out['p99_ms']:.1f} ms, {out['throughput_rps']:.0f} req/s, errors {errors} (target p99 ≤ 25 ms)"
+        cmd = [sys.executable, "-m", "service.cli", "serve", "--port", str(port), "--database-url", url]
+        proc = subprocess.Popen(
+            [*cmd, "--host", "127.0.0.1"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
         )
-        return out
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+        base = f"http://127.0.0.1:{port}"
+        try:
+            await until_serving(base, proc, workers)
+            row = await closed_loop(base, secret, user, req, args)
+            row["open_loop"] = await open_loop(base, secret, user, req, args)
+        finally:
+            proc.send_signal(signal.SIGINT)
+            proc.wait(timeout=60)
+        row["backend"] = "qdrant-edge" if workers == 1 else "pgvector"
+        rows[str(workers)] = row
+    print(
+        f"\nHTTP, POST /window, {args.clients} closed-loop clients ({args.http_requests} requests) and an open loop "
+        f"at {args.offered:g}/s for {args.open_seconds:g} s; load average at start {load[0]:.2f} {load[1]:.2f} "
+        f"{load[2]:.2f} on {os.cpu_count()} cores"
+    )
+    print(f"{'workers':<9}{'index':<13}{'windows/s':>10}{'p50 ms':>9}{'p99 ms':>9}{'errors':>7}   "
+          f"{'open p50':>9}{'open p99':>9}{'errors':>7}")  # fmt: skip
+    for workers, r in rows.items():
+        o = r["open_loop"]
+        print(
+            f"{workers:<9}{r['backend']:<13}{r['throughput_rps']:>10.0f}{r['p50_ms']:>9.1f}{r['p99_ms']:>9.1f}"
+            f"{r['errors']:>7}   {o['p50_ms']:>9.1f}{o['p99_ms']:>9.1f}{o['errors']:>7}"
+        )
+    print("target: p99 ≤ 25 ms and no errors at the open loop's offered rate")
+    return {"load_average": load, "cores": os.cpu_count(), "workers": rows}
+
+
+async def until_serving(base: str, proc: subprocess.Popen[bytes], workers: int) -> None:
+    """Until ``/readyz`` answers 200 on ``workers`` connections at once (every worker has started)."""
+    for _ in range(1200):
+        if proc.poll() is not None:
+            raise SystemExit(f"ctxmem serve --workers {workers} exited with {proc.returncode}")
+        try:
+            async with httpx.AsyncClient(base_url=base, timeout=2) as c:
+                answers = await asyncio.gather(*(c.get("/readyz") for _ in range(4 * workers)))
+            if all(a.status_code == 200 for a in answers):
+                await asyncio.sleep(2.0 if workers > 1 else 0)  # the last worker's startup
+                return
+        except httpx.TransportError:
+            pass
+        await asyncio.sleep(0.1)
+    raise SystemExit(f"ctxmem serve --workers {workers} did not become ready")
+
+
+async def closed_loop(
+    base: str, secret: str, user: str, req: WindowRequest, args: argparse.Namespace
+) -> dict[str, Any]:
+    body = req.model_dump(mode="json", exclude_none=True)
+    latencies: list[float] = []
+    errors = 0
+    # uvicorn closes a keep-alive connection after 5 s idle; reusing one just then is a ReadError, so
+    # the client lets idle connections go first.
+    limits = httpx.Limits(max_connections=args.clients, keepalive_expiry=4.0)
+    async with httpx.AsyncClient(base_url=base, limits=limits, timeout=30) as client:
+        headers = {"Authorization": f"Bearer {secret}"}
+
+        async def worker(n: int) -> None:
+            nonlocal errors
+            for _ in range(n):
+                t0 = time.perf_counter()
+                r = await client.post(f"/v1/users/{user}/window", json=body, headers=headers)
+                latencies.append((time.perf_counter() - t0) * 1000)
+                if r.status_code != 200:
+                    errors += 1
+
+        await asyncio.gather(*(worker(20) for _ in range(args.clients)))
+        t0 = time.perf_counter()
+        latencies.clear()
+        errors = 0
+        await asyncio.gather(*(worker(args.http_requests // args.clients) for _ in range(args.clients)))
+        wall = time.perf_counter() - t0
+    return {
+        "clients": args.clients,
+        "requests": len(latencies),
+        "errors": errors,
+        "p50_ms": pct(latencies, 50),
+        "p99_ms": pct(latencies, 99),
+        "throughput_rps": len(latencies) / wall,
+    }
+
+
+async def open_loop(base: str, secret: str, user: str, req: WindowRequest, args: argparse.Namespace) -> dict[str, Any]:
+    """Requests sent at ``--offered`` a second whether or not earlier ones have returned; each latency runs
+    from the moment it was due (a late send counts against the server, not hidden by the client)."""
+    body = req.model_dump(mode="json", exclude_none=True)
+    n = int(args.offered * args.open_seconds)
+    latencies: list[float] = []
+    errors = 0
+    limits = httpx.Limits(max_connections=1000, keepalive_expiry=4.0)
+    async with httpx.AsyncClient(base_url=base, limits=limits, timeout=30) as client:
+        headers = {"Authorization": f"Bearer {secret}"}
+
+        async def one(due: float) -> None:
+            nonlocal errors
+            await asyncio.sleep(max(0.0, due - time.perf_counter()))
+            try:
+                r = await client.post(f"/v1/users/{user}/window", json=body, headers=headers)
+                if r.status_code != 200:
+                    errors += 1
+            except httpx.HTTPError:
+                errors += 1
+            latencies.append((time.perf_counter() - due) * 1000)
+
+        start = time.perf_counter() + 0.5
+        await asyncio.gather(*(one(start + i / args.offered) for i in range(n)))
+    return {"offered_per_s": args.offered, "requests": n, "errors": errors, "p50_ms": pct(latencies, 50),
+            "p99_ms": pct(latencies, 99)}  # fmt: skip
 
 
 def cli() -> int:
@@ -436,6 +544,9 @@ def cli() -> int:
     p.add_argument("--http", action="store_true", help="also measure over HTTP with concurrent clients")
     p.add_argument("--clients", type=int, default=50)
     p.add_argument("--http-requests", type=int, default=2000)
+    p.add_argument("--workers", default="1,2,N", help="--http: serve with each of these worker counts (N: cores)")
+    p.add_argument("--offered", type=float, default=100.0, help="--http: the open loop's windows a second")
+    p.add_argument("--open-seconds", type=float, default=10.0, help="--http: how long the open loop runs")
     return asyncio.run(main(p.parse_args()))
 
 
