@@ -111,9 +111,8 @@ def _same(a: httpx.Response, b: httpx.Response, what: str) -> object:
     return a.json()
 
 
-async def test_two_apis_and_two_schedulers_on_one_database(server_url: str, tmp_path: Path) -> None:
-    del server_url  # the server of this test logs its statements: one of its own
-    async with logging_server() as pg:
+async def test_two_apis_and_two_schedulers_on_one_database(tmp_path: Path) -> None:
+    async with logging_server() as pg:  # a server of its own: its statement log shows who applied what
         url = await fresh_database(pg.url(), "ctxmem_multi")
         db = create_database(url, Settings(database_url=url, data_dir=tmp_path / "test", tokenizer="estimate"))
         await migrate.upgrade(db.engine)
