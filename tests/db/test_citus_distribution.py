@@ -11,7 +11,6 @@ are ``ALLOWED`` below, each with its reason, and an exception no statement needs
 
 from __future__ import annotations
 
-import asyncio
 import re
 import secrets
 from collections import defaultdict
@@ -36,7 +35,7 @@ from tests.conftest import TenantKeys, make_tenant
 from tests.db.distribution import Checker, bind, parameters
 from tests.proof.conftest import fresh_database
 from tests.proof.pgserver import PgServer
-from tests.proof.querylog import log_statements, logging_server, statements
+from tests.proof.querylog import log_statements, logged, logging_server
 from tests.proof.test_route_matrix import MATRIX, seed_user, url_of
 from tests.service.console.conftest import csrf_of, signed_in
 
@@ -291,16 +290,15 @@ async def test_every_statement_carries_the_distribution_key(server: PgServer, tm
         await recall.index.close()
         await recall.embedder.close()
         await db.dispose()
-    await asyncio.sleep(0.3)  # the logging collector writes asynchronously
-    logged = statements(server, url)
-    marks = [i for i, entry in enumerate(logged) if SWEEPS in entry.sql]
+    found = await logged(server, url)
+    marks = [i for i, entry in enumerate(found) if SWEEPS in entry.sql]
     assert len(marks) == 1, "the phase marker was not logged once"
 
     touched: set[str] = set()
     offenders: dict[str, set[str]] = defaultdict(set)  # statement (collapsed) -> problems
     sweeps: dict[str, set[str]] = defaultdict(set)
     checked = 0
-    for i, entry in enumerate(logged):
+    for i, entry in enumerate(found):
         if i == marks[0]:
             continue
         tables = checker.touches(entry.sql)

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import secrets
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -14,6 +16,8 @@ import asyncpg
 from sqlalchemy.engine import make_url
 
 from tests.proof.pgserver import PgServer, new_server
+
+FLUSH_SECONDS = 30.0  # how long the log may lag behind the last statement
 
 
 @dataclass(frozen=True)
@@ -68,3 +72,22 @@ def statements(server: PgServer, url: str) -> list[Statement]:
                 continue
             out.append(Statement(sql, entry.get("detail"), str(entry.get("session_id"))))
     return out
+
+
+async def logged(server: PgServer, url: str) -> list[Statement]:
+    """Every statement of the database logged so far, once the log has caught up: a marker statement is
+    sent last and waited for (the logging collector writes the log behind the backends)."""
+    marker = f"ctxmem-querylog-end {secrets.token_hex(4)}"
+    conn = await asyncpg.connect(url)
+    try:
+        await conn.execute(f"SELECT '{marker}'")
+    finally:
+        await conn.close()
+    deadline = time.monotonic() + FLUSH_SECONDS
+    while True:
+        found = await asyncio.to_thread(statements, server, url)
+        ends = [i for i, s in enumerate(found) if marker in s.sql]
+        if ends:
+            return found[: ends[0]]
+        assert time.monotonic() < deadline, f"the statement log did not show {marker!r} within {FLUSH_SECONDS} s"
+        await asyncio.sleep(0.1)

@@ -43,7 +43,7 @@ from tests.conftest import make_tenant
 from tests.db.distribution import parameters
 from tests.proof.conftest import LIVE_ENV, fresh_database, migrated_database
 from tests.proof.live import ROOT, LiveServer, child_env, start_server
-from tests.proof.querylog import log_statements, logging_server, statements
+from tests.proof.querylog import log_statements, logged, logging_server
 
 # Every job every second or two (the shortest schedule settings allow: whole seconds), so that a test of a
 # few seconds sees several ticks of each. The reindex job drains the outbox too: the schedulers' drains race
@@ -121,9 +121,8 @@ async def test_two_apis_and_two_schedulers_on_one_database(tmp_path: Path) -> No
             await _run(url, db, tmp_path)
         finally:
             await db.dispose()
-        await asyncio.sleep(0.3)  # the logging collector writes asynchronously
-        logged = statements(pg, url)
-    applied = [value for s in logged if DELETE_APPLIED.match(" ".join(s.sql.split())) for value in _ids(s.detail)]
+        found = await logged(pg, url)
+    applied = [value for s in found if DELETE_APPLIED.match(" ".join(s.sql.split())) for value in _ids(s.detail)]
     assert applied, "no outbox change was applied (or the worker's delete statement changed: see DELETE_APPLIED)"
     twice = [i for i, n in Counter(applied).items() if n > 1]
     assert not twice, f"outbox changes applied more than once: {twice}"
