@@ -2,7 +2,8 @@
 
 Relevance fuses two rankings of the user's items for the query — lexical (BM25 over the user's texts in
 PostgreSQL's full-text index) and vector (cosine similarity in the index) — and then reads conversation
-turns in context (``in_context``). Two fusions (``CTXMEM_FUSION``):
+turns in context: beside their neighbours (``in_context``) and within their session (``in_session``). Two
+fusions (``CTXMEM_FUSION``):
 
 * ``convex`` (default): a weighted sum of each ranking's min-max normalised scores, w · lexical +
   (1 - w) · vector, w the embedder's (service/vectors/embedders.py) (Bruch et al., 2023). Normalising
@@ -19,7 +20,7 @@ score of this query (0-1; 0 for items in neither ranking) multiplies an item's w
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from datetime import datetime
 from typing import TypeVar
 
@@ -85,6 +86,33 @@ def in_context(
     out = dict(scores)
     for key, g in gain.items():
         out[key] = out.get(key, 0.0) + g
+    return normalised(out)
+
+
+def in_session(
+    scores: dict[K, float], session_of: Mapping[K, Hashable], *, share: float, turns: int = 3
+) -> dict[K, float]:
+    """Relevance in its session: passage retrieval with document-level evidence (Callan, 1994, "Passage-level
+    evidence in document retrieval"), the conversation's session being the document and a turn its passage.
+    A turn says little on its own ("Yeah, they're the ones performing at the festival!"); a session in which
+    several turns match the query is about it, and its other matching turns are likelier to be what answers.
+    So a turn's relevance becomes (1 - share) · its own + share · its session's, the session's being the mean
+    of the ``turns`` best relevances among its scored turns (a session with fewer counts the missing ones as
+    0: one stray match does not make a session relevant). Items without a session (``session_of`` lacks
+    them: facts, notes) keep their own. Only scored items move (nothing enters); within a session the order
+    is kept. Renormalised so the best is 1 again."""
+    if share <= 0 or not session_of or not scores:
+        return scores
+    n = max(1, turns)
+    members: dict[Hashable, list[float]] = {}
+    for key, score in scores.items():
+        if key in session_of:
+            members.setdefault(session_of[key], []).append(score)
+    of_session = {s: sum(sorted(v, reverse=True)[:n]) / n for s, v in members.items()}
+    out = {
+        key: (1.0 - share) * score + share * of_session[session_of[key]] if key in session_of else score
+        for key, score in scores.items()
+    }
     return normalised(out)
 
 

@@ -426,11 +426,17 @@ ORDER BY t.r DESC, t.id DESC
 """
 
 
-# The turns just before and after each of the given turns in its conversation (same user and session,
-# episodes in observed order; only live ones count), up to $4 on each side, with their distance: probes of
-# ix_context_item_conversation, never a read of the whole session.
-_NEIGHBOURS = f"""
-SELECT s.id::text AS source, n.id::text AS neighbour, n.d AS distance
+# A window's conversation context, in one round trip: the session of each of the given items ($6) that is a
+# conversation turn, and the turns just before and after each of the given sources ($3) in its
+# conversation (same user and session, episodes in observed order; only live ones count), up to $4 on each
+# side, with their distance: primary-key and ix_context_item_conversation probes, never a read of a session.
+_CONVERSATION = f"""
+SELECT s.id::text AS source, NULL::text AS neighbour, 0::bigint AS distance, s.session_id
+FROM context_item s
+WHERE s.tenant_id = $1 AND s.user_id = $2 AND s.id = ANY($6::uuid[]) AND s.type = 'episode'
+  AND s.session_id IS NOT NULL
+UNION ALL
+SELECT s.id::text AS source, n.id::text AS neighbour, n.d AS distance, s.session_id
 FROM context_item s
 CROSS JOIN LATERAL (
     (SELECT c.id, row_number() OVER (ORDER BY c.observed_at DESC, c.id DESC) AS d
@@ -452,16 +458,40 @@ WHERE s.tenant_id = $1 AND s.user_id = $2 AND s.id = ANY($3::uuid[]) AND s.type 
 """
 
 
-async def conversation_neighbours(
-    session: AsyncSession, *, tenant_id: str, user_id: str, ids: list[str], reach: int, now: datetime
-) -> list[tuple[str, str, int]]:
-    """(turn, neighbour, distance) for the conversation turns among ``ids``: the live episodes of the same
-    session up to ``reach`` turns before and after each (``[]`` when ``reach`` is 0 or nothing is a turn)."""
-    if reach <= 0 or not ids:
-        return []
+@dataclass(frozen=True)
+class Conversations:
+    """Where the scored items sit in the user's conversations (``conversation_context``)."""
+
+    links: list[tuple[str, str, int]]  # (turn, neighbour, distance ≥ 1), for scoring.relevance.in_context
+    session_of: dict[str, str]  # conversation turn (of those asked about, or a neighbour) → its session_id
+
+
+async def conversation_context(
+    session: AsyncSession,
+    *,
+    tenant_id: str,
+    user_id: str,
+    ids: list[str],
+    sources: list[str],
+    reach: int,
+    now: datetime,
+) -> Conversations:
+    """The sessions of the conversation turns among ``ids`` (an episode with a ``session_id``), and for the
+    turns among ``sources`` the live episodes of the same session up to ``reach`` turns before and after each
+    (none when ``reach`` is 0), with their sessions too. Nothing is asked when there is nothing to ask."""
+    reach = max(0, reach)
+    if not ids and not (sources and reach):
+        return Conversations([], {})
     driver = await driver_connection(session)
-    rows = await driver.fetch(_NEIGHBOURS, tenant_id, user_id, ids, reach, now)
-    return [(r["source"], r["neighbour"], int(r["distance"])) for r in rows]
+    rows = await driver.fetch(_CONVERSATION, tenant_id, user_id, sources if reach else [], reach, now, ids)
+    links: list[tuple[str, str, int]] = []
+    session_of: dict[str, str] = {}
+    for r in rows:
+        session_of[r["source"]] = r["session_id"]
+        if r["neighbour"] is not None:
+            links.append((r["source"], r["neighbour"], int(r["distance"])))
+            session_of[r["neighbour"]] = r["session_id"]
+    return Conversations(links, session_of)
 
 
 _SHARES_SQL = """

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from scoring.relevance import convex, in_context, normalised, rrf
+from scoring.relevance import convex, in_context, in_session, normalised, rrf
 
 
 def test_rrf_rewards_agreement_and_either_ranking() -> None:
@@ -72,6 +72,56 @@ def test_in_context_never_reorders_what_gained_nothing(
         for b in scores:
             if a not in gained and b not in gained and scores[a] > scores[b]:
                 assert out.get(a, 0) >= out.get(b, 0)
+    assert all(0 <= v <= 1 + 1e-9 for v in out.values())
+
+
+def test_in_session_leans_a_turn_towards_its_session() -> None:
+    scores = {"a1": 1.0, "a2": 0.5, "a3": 0.4, "b1": 0.6, "fact": 0.6}
+    session_of = {"a1": "a", "a2": "a", "a3": "a", "b1": "b"}
+    out = in_session(scores, session_of, share=0.25, turns=3)
+    # a: the mean of its three best, (1 + 0.5 + 0.4) / 3; b: one match and two missing, 0.6 / 3; the fact
+    # keeps its own; then renormalised by the best (a1)
+    s_a, s_b = 1.9 / 3, 0.6 / 3
+    raw = {
+        "a1": 0.75 * 1.0 + 0.25 * s_a,
+        "a2": 0.75 * 0.5 + 0.25 * s_a,
+        "a3": 0.75 * 0.4 + 0.25 * s_a,
+        "b1": 0.75 * 0.6 + 0.25 * s_b,
+        "fact": 0.6,
+    }
+    assert out == pytest.approx({k: v / raw["a1"] for k, v in raw.items()})
+    # a lone match of a session about something else gives way to a weaker turn of the session the query is about
+    assert scores["b1"] > scores["a2"] and out["a2"] > out["b1"]
+    # only averaged over the best `turns`: a session's weak extra matches do not dilute it
+    assert in_session(scores, session_of, share=0.25, turns=1)["a2"] == pytest.approx((0.75 * 0.5 + 0.25) / 1.0)
+    # off, or nothing in a session: unchanged (the same object)
+    assert in_session(scores, session_of, share=0.0) is scores
+    assert in_session(scores, {}, share=0.25) is scores
+    assert in_session({}, session_of, share=0.25) == {}
+
+
+@given(
+    st.dictionaries(st.sampled_from("abcdefgh"), st.floats(0, 1), min_size=1),
+    st.dictionaries(st.sampled_from("abcdefgh"), st.sampled_from("xyz")),
+    st.floats(0.01, 1),
+    st.integers(1, 5),
+)
+def test_in_session_keeps_every_session_s_order_and_adds_nothing(
+    scores: dict[str, float], session_of: dict[str, str], share: float, turns: int
+) -> None:
+    """Nothing enters or leaves; two turns of one session, or two items in no session, keep their order; every
+    relevance stays in [0, 1]."""
+    out = in_session(scores, session_of, share=share, turns=turns)
+    assert set(out) <= set(scores)
+    if max(scores.values()) > 0:
+        assert set(out) == set(scores)
+    for a in out:
+        for b in out:
+            same = (a in session_of and b in session_of and session_of[a] == session_of[b]) or (
+                a not in session_of and b not in session_of
+            )
+            if same and scores[a] > scores[b]:
+                assert out[a] >= out[b]
     assert all(0 <= v <= 1 + 1e-9 for v in out.values())
 
 
