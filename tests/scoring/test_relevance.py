@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from scoring.relevance import convex, in_context, in_session, normalised, rrf
+from scoring.relevance import convex, in_context, in_period, in_session, named_periods, normalised, rrf
 
 
 def test_rrf_rewards_agreement_and_either_ranking() -> None:
@@ -123,6 +125,54 @@ def test_in_session_keeps_every_session_s_order_and_adds_nothing(
             if same and scores[a] > scores[b]:
                 assert out[a] >= out[b]
     assert all(0 <= v <= 1 + 1e-9 for v in out.values())
+
+
+def _days(*periods: tuple[datetime, datetime]) -> list[tuple[str, str]]:
+    return [(a.date().isoformat(), b.date().isoformat()) for a, b in periods]
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("What did Gina find for her store on 1 February, 2023?", [("2023-02-01", "2023-02-02")]),
+        ("What did she show Caroline on October 13, 2023?", [("2023-10-13", "2023-10-14")]),
+        ("the 3rd of June 2023", [("2023-06-03", "2023-06-04")]),
+        ("Jun. 5, 2022", [("2022-06-05", "2022-06-06")]),
+        ("What workout class did Maria start in December 2023?", [("2023-12-01", "2024-01-01")]),
+        ("Sept 2023", [("2023-09-01", "2023-10-01")]),
+        ("How many times has Melanie gone to the beach in 2023?", [("2023-01-01", "2024-01-01")]),
+        ("deadline 2023-06, review 2023-07-04", [("2023-06-01", "2023-07-01"), ("2023-07-04", "2023-07-05")]),
+        ("会议在2023年6月3日开", [("2023-06-03", "2023-06-04")]),
+        ("2024年的计划", [("2024-01-01", "2025-01-01")]),
+        ("May 2023 and again in 2024", [("2023-05-01", "2023-06-01"), ("2024-01-01", "2025-01-01")]),
+        # no year, no period; numbers that are not years; a day that does not exist
+        ("I may come in May", []),
+        ("version 3.2023 on port 2023:80, 12000 rows", []),
+        ("on 2023-02-30", []),
+    ],
+)
+def test_named_periods(query: str, expected: list[tuple[str, str]]) -> None:
+    assert _days(*named_periods(query)) == expected
+
+
+def test_in_period_prefers_what_was_observed_then() -> None:
+    june, july = datetime(2023, 6, 3, 12, tzinfo=UTC), datetime(2023, 7, 9, tzinfo=UTC)
+    scores = {"then": 0.6, "later": 1.0, "later2": 0.8, "untimed": 0.9}
+    observed = {"then": june, "later": july, "later2": july}
+    (period,) = named_periods("what did she adopt in June 2023?")
+    out = in_period(scores, observed, [period], share=0.25)
+    raw = {"then": 0.75 * 0.6 + 0.25, "later": 0.75, "later2": 0.6, "untimed": 0.675}
+    assert out == pytest.approx({k: v / raw["later"] for k, v in raw.items()})
+    assert out["then"] > out["later2"] and out["later"] > out["untimed"] > out["later2"]  # the rest keep their order
+    assert in_period(scores, observed, [], share=0.25) is scores
+    assert in_period(scores, observed, [period], share=0.0) is scores
+    # a day is a day, and a period is half-open: the first instant of July is not June
+    (day,) = named_periods("on 3 June 2023")
+    assert in_period({"a": 0.5, "b": 1.0}, {"a": june}, [day], share=0.5) == pytest.approx({"a": 1.0, "b": 2 / 3})
+    first_of_july = {"a": datetime(2023, 7, 1, tzinfo=UTC), "b": datetime(2023, 6, 30, 23, 59, tzinfo=UTC)}
+    assert in_period({"a": 1.0, "b": 0.5}, first_of_july, [period], share=0.5) == pytest.approx(
+        {"a": 0.5 / 0.75, "b": 1.0}
+    )
 
 
 def test_explain_match_names_the_words_the_meaning_or_the_context() -> None:

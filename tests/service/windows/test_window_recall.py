@@ -516,3 +516,31 @@ async def test_a_turn_leans_towards_its_session(client_for: Any, tenant: TenantK
         assert r[first] == 1.0 and r[first] > r[second] > r[third]
     # the fact, in no session, keeps its own relevance (up to the renormalisation and the reason's rounding)
     assert on_r[tent] == pytest.approx(off_r[tent], abs=0.02)
+
+
+async def test_a_query_naming_a_date_prefers_what_was_observed_then(
+    client_for: Any, tenant: TenantKeys, vectors: VectorRecall
+) -> None:
+    """in_period: "... in March 2025" asks about what was observed in March 2025; a scored item observed then
+    outranks a slightly better match from May, an item matching nothing is not brought in by its date alone,
+    and period_share 0 turns it off."""
+
+    def episode(at: str, content: str) -> dict[str, Any]:
+        return {"type": "episode", "source": "summary", "observed_at": at, "content": content}
+
+    march = episode("2025-03-12T10:00:00+00:00", "We picked Redis for the session cache.")
+    may = episode("2025-05-20T10:00:00+00:00", "We chose Redis for the session cache.")
+    unrelated = episode("2025-03-13T10:00:00+00:00", "The office printer needs toner.")
+    filler = [episode("2025-08-01T10:00:00+00:00", f"{c} ({i})") for i, c in enumerate(OTHERS * 2)]
+    on, off = await client_for(), await client_for(period_share=0.0)
+    ids = await seed(on, tenant, "dated", [march, may, unrelated, *filler])
+    await vectors.worker.drain()
+    q = "Which session cache did we choose in March 2025?"
+    relevance: dict[str, dict[str, float]] = {}
+    for name, client in (("on", on), ("off", off)):
+        w = await window(client, tenant, "dated", max_tokens=4000, query=q)
+        reasons = {p["id"]: p["reason"] for s in w["sections"] for p in s["items"]}
+        relevance[name] = {i: float(m[1]) for i, r in reasons.items() if (m := re.search(r"relevance (\d\.\d+)", r))}
+    on_r, off_r = relevance["on"], relevance["off"]
+    assert off_r[ids[1]] > off_r[ids[0]] and on_r[ids[0]] > on_r[ids[1]]
+    assert ids[2] not in off_r and ids[2] not in on_r  # the printer turn matches nothing: its date brings nothing
