@@ -2,7 +2,8 @@
 
 Relevance fuses two rankings of the user's items for the query — lexical (BM25 over the user's texts in
 PostgreSQL's full-text index) and vector (cosine similarity in the index) — and then reads conversation
-turns in context (``in_context``). Two fusions (``CTXMEM_FUSION``):
+turns in context: beside their neighbours (``in_context``) and within their session (``in_session``); a
+query that names a date prefers what was observed then (``in_period``). Two fusions (``CTXMEM_FUSION``):
 
 * ``convex`` (default): a weighted sum of each ranking's min-max normalised scores, w · lexical +
   (1 - w) · vector, w the embedder's (service/vectors/embedders.py) (Bruch et al., 2023). Normalising
@@ -19,8 +20,9 @@ score of this query (0-1; 0 for items in neither ranking) multiplies an item's w
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
-from datetime import datetime
+import re
+from collections.abc import Hashable, Mapping, Sequence
+from datetime import UTC, datetime
 from typing import TypeVar
 
 K = TypeVar("K", bound=Hashable)
@@ -86,6 +88,111 @@ def in_context(
     for key, g in gain.items():
         out[key] = out.get(key, 0.0) + g
     return normalised(out)
+
+
+def in_session(
+    scores: dict[K, float], session_of: Mapping[K, Hashable], *, share: float, turns: int = 3
+) -> dict[K, float]:
+    """Relevance in its session: passage retrieval with document-level evidence (Callan, 1994, "Passage-level
+    evidence in document retrieval"), the conversation's session being the document and a turn its passage.
+    A turn says little on its own ("Yeah, they're the ones performing at the festival!"); a session in which
+    several turns match the query is about it, and its other matching turns are likelier to be what answers.
+    So a turn's relevance becomes (1 - share) · its own + share · its session's, the session's being the mean
+    of the ``turns`` best relevances among its scored turns (a session with fewer counts the missing ones as
+    0: one stray match does not make a session relevant). Items without a session (``session_of`` lacks
+    them: facts, notes) keep their own. Only scored items move (nothing enters); within a session the order
+    is kept. Renormalised so the best is 1 again."""
+    if share <= 0 or not session_of or not scores:
+        return scores
+    n = max(1, turns)
+    members: dict[Hashable, list[float]] = {}
+    for key, score in scores.items():
+        if key in session_of:
+            members.setdefault(session_of[key], []).append(score)
+    of_session = {s: sum(sorted(v, reverse=True)[:n]) / n for s, v in members.items()}
+    out = {
+        key: (1.0 - share) * score + share * of_session[session_of[key]] if key in session_of else score
+        for key, score in scores.items()
+    }
+    return normalised(out)
+
+
+_MONTHS = (
+    "january", "february", "march", "april", "may", "june",
+    "july", "august", "september", "october", "november", "december",
+)  # fmt: skip
+_MONTH = "|".join((*_MONTHS, "sept", *(m[:3] for m in _MONTHS if len(m) > 3)))
+_YEAR = r"(?P<y>1[89]\d\d|2[01]\d\d)"
+_DAY = r"(?P<d>\d{1,2})"
+_NAMED = rf"(?P<m>{_MONTH})\.?"
+# Most specific first: each match is blanked out before the next pattern looks.
+_DATES = tuple(
+    re.compile(p, re.IGNORECASE)
+    for p in (
+        rf"\b{_DAY}(?:st|nd|rd|th)?\s+(?:of\s+)?{_NAMED},?\s+{_YEAR}\b",  # 3 June, 2023
+        rf"\b{_NAMED}\s+{_DAY}(?:st|nd|rd|th)?,?\s+{_YEAR}\b",  # June 3, 2023
+        rf"\b{_NAMED},?\s+(?:of\s+)?{_YEAR}\b",  # June 2023
+        rf"(?<![\d-]){_YEAR}-(?P<m>\d{{1,2}})(?:-{_DAY})?(?![\d-])",  # 2023-06-03, 2023-06
+        rf"{_YEAR}\s*年(?:\s*(?P<m>\d{{1,2}})\s*月(?:\s*{_DAY}\s*[日号])?)?",  # 2023年6月3日
+        rf"(?<![\d.:/-]){_YEAR}(?![\d.:/-])",  # 2023
+    )
+)
+
+Period = tuple[datetime, datetime]
+
+
+def _month(name: str) -> int:
+    name = name.lower()
+    return next(i for i, m in enumerate(_MONTHS, 1) if m.startswith(name))
+
+
+def _period(year: int, month: int | None = None, day: int | None = None) -> Period | None:
+    """[start, end) in UTC of a year, a month of it, or a day of that month; None for no such date."""
+    try:
+        if month is None:
+            return datetime(year, 1, 1, tzinfo=UTC), datetime(year + 1, 1, 1, tzinfo=UTC)
+        if day is None:
+            start = datetime(year, month, 1, tzinfo=UTC)
+            return start, datetime(year + month // 12, month % 12 + 1, 1, tzinfo=UTC)
+        start = datetime(year, month, day, tzinfo=UTC)
+        return start, datetime.fromordinal(start.toordinal() + 1).replace(tzinfo=UTC)
+    except ValueError:
+        return None
+
+
+def named_periods(query: str) -> list[Period]:
+    """The calendar periods a query names, as [start, end) in UTC: a day ("3 June, 2023", "June 3, 2023",
+    "2023-06-03", "2023年6月3日"), a month ("June 2023", "2023-06", "2023年6月") or a year ("in 2023", "2023年").
+    A month or day without a year is not a period (which year would it be?); each text names a period once."""
+    found: list[Period] = []
+    rest = query
+    for rx in _DATES:
+        for m in rx.finditer(rest):
+            month, day = m.groupdict().get("m"), m.groupdict().get("d")
+            number = None if not month else int(month) if month.isdigit() else _month(month)
+            period = _period(int(m["y"]), number, int(day) if day else None)
+            if period is not None and period not in found:
+                found.append(period)
+        rest = rx.sub(" ", rest)
+    return found
+
+
+def in_period(
+    scores: dict[K, float], observed_at: Mapping[K, datetime], periods: Sequence[Period], *, share: float
+) -> dict[K, float]:
+    """A query that names a date ("what did she adopt in June 2023?", "as mentioned on 3 June, 2023") asks
+    about what was observed then (time-aware ranking of queries with explicit temporal expressions): a
+    scored item's relevance becomes (1 - share) · its own + share where it was observed within one of the
+    ``periods``, (1 - share) · its own where not (or its time is unknown). Only scored items move (a date
+    alone brings nothing in); the order within either group holds. Renormalised so the best is 1 again."""
+    if share <= 0 or not periods or not scores:
+        return scores
+
+    def within(key: K) -> bool:
+        t = observed_at.get(key)
+        return t is not None and any(start <= t < end for start, end in periods)
+
+    return normalised({key: (1.0 - share) * score + (share if within(key) else 0.0) for key, score in scores.items()})
 
 
 def explain_match(*, matched: Sequence[str], lexical: float | None, vector: float | None) -> str:

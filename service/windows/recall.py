@@ -17,7 +17,7 @@ from datetime import datetime
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from scoring.relevance import convex, in_context, normalised, rrf
+from scoring.relevance import convex, in_context, in_period, in_session, named_periods, normalised, rrf
 from service.db.models import ACTIVE_STATUSES
 from service.settings import Settings
 from service.vectors.recall import VectorRecall
@@ -109,13 +109,46 @@ async def relevance(
     found = vec if isinstance(vec, list) and not warnings else None
     words = None if mode == "vector" and found is not None else lexical  # vector mode: the fallback only
     scores = normalised(fuse(words, found, settings, recall))
-    if settings.recall.context_share > 0 and scores:
-        best = sorted(scores, key=lambda i: (-scores[i], i))[: settings.recall.context_sources]
-        links = await repository.conversation_neighbours(
-            session, tenant_id=tenant_id, user_id=user_id, ids=best, reach=settings.recall.context_reach, now=now
-        )
-        scores = in_context(scores, links, share=settings.recall.context_share)
+    scores = await in_conversation(
+        session, settings, scores, tenant_id=tenant_id, user_id=user_id, now=now, query=query
+    )
     return Relevance(scores, words, found, warnings)
+
+
+async def in_conversation(
+    session: AsyncSession,
+    settings: Settings,
+    scores: dict[str, float],
+    *,
+    tenant_id: str,
+    user_id: str,
+    now: datetime,
+    query: str = "",
+) -> dict[str, float]:
+    """Items read in their conversation and their time (scoring/relevance.py), as ``settings.recall`` says: a
+    turn gains from its best neighbours (``in_context``: the neighbours of the ``context_sources`` most
+    relevant items), then leans towards its session's relevance (``in_session``); where the query names a
+    date, what was observed then is preferred (``in_period``). One round trip for all; none when all are
+    off or nothing is relevant."""
+    r = settings.recall
+    neighbours = r.context_share > 0 and r.context_reach > 0
+    sessions = r.session_share > 0
+    periods = named_periods(query) if r.period_share > 0 else []
+    if not scores or not (neighbours or sessions or periods):
+        return scores
+    best = sorted(scores, key=lambda i: (-scores[i], i))[: r.context_sources] if neighbours else []
+    found = await repository.conversation_context(
+        session,
+        tenant_id=tenant_id,
+        user_id=user_id,
+        ids=list(scores) if sessions or periods else [],
+        sources=best,
+        reach=r.context_reach,
+        now=now,
+    )
+    scores = in_context(scores, found.links, share=r.context_share)
+    scores = in_session(scores, found.session_of, share=r.session_share, turns=r.session_turns)
+    return in_period(scores, found.observed_at, periods, share=r.period_share)
 
 
 def fuse(

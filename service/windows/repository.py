@@ -426,21 +426,28 @@ ORDER BY t.r DESC, t.id DESC
 """
 
 
-# The turns just before and after each of the given turns in its conversation (same user and session,
-# episodes in observed order; only live ones count), up to $4 on each side, with their distance: probes of
-# ix_context_item_conversation, never a read of the whole session.
-_NEIGHBOURS = f"""
-SELECT s.id::text AS source, n.id::text AS neighbour, n.d AS distance
+# A window's conversation context, in one round trip: when each of the given items ($6) was observed and,
+# for a conversation turn, its session; and the turns just before and after each of the given sources ($3)
+# in its conversation (same user and session, episodes in observed order; only live ones count), up to $4
+# on each side, with their distance: primary-key and ix_context_item_conversation probes, never a read of a
+# session.
+_CONVERSATION = f"""
+SELECT s.id::text AS source, NULL::text AS neighbour, 0::bigint AS distance,
+       CASE WHEN s.type = 'episode' THEN s.session_id END AS session_id, s.observed_at
+FROM context_item s
+WHERE s.tenant_id = $1 AND s.user_id = $2 AND s.id = ANY($6::uuid[])
+UNION ALL
+SELECT s.id::text AS source, n.id::text AS neighbour, n.d AS distance, s.session_id, n.observed_at
 FROM context_item s
 CROSS JOIN LATERAL (
-    (SELECT c.id, row_number() OVER (ORDER BY c.observed_at DESC, c.id DESC) AS d
+    (SELECT c.id, c.observed_at, row_number() OVER (ORDER BY c.observed_at DESC, c.id DESC) AS d
      FROM context_item c
      WHERE c.tenant_id = s.tenant_id AND c.user_id = s.user_id AND c.session_id = s.session_id
        AND c.type = 'episode' AND (c.observed_at, c.id) < (s.observed_at, s.id)
        AND {active_sql("c")} AND (c.expires_at IS NULL OR c.expires_at > $5)
      ORDER BY c.observed_at DESC, c.id DESC LIMIT $4)
     UNION ALL
-    (SELECT c.id, row_number() OVER (ORDER BY c.observed_at, c.id) AS d
+    (SELECT c.id, c.observed_at, row_number() OVER (ORDER BY c.observed_at, c.id) AS d
      FROM context_item c
      WHERE c.tenant_id = s.tenant_id AND c.user_id = s.user_id AND c.session_id = s.session_id
        AND c.type = 'episode' AND (c.observed_at, c.id) > (s.observed_at, s.id)
@@ -452,16 +459,47 @@ WHERE s.tenant_id = $1 AND s.user_id = $2 AND s.id = ANY($3::uuid[]) AND s.type 
 """
 
 
-async def conversation_neighbours(
-    session: AsyncSession, *, tenant_id: str, user_id: str, ids: list[str], reach: int, now: datetime
-) -> list[tuple[str, str, int]]:
-    """(turn, neighbour, distance) for the conversation turns among ``ids``: the live episodes of the same
-    session up to ``reach`` turns before and after each (``[]`` when ``reach`` is 0 or nothing is a turn)."""
-    if reach <= 0 or not ids:
-        return []
+@dataclass(frozen=True)
+class Conversations:
+    """Where the scored items sit in the user's conversations (``conversation_context``)."""
+
+    links: list[tuple[str, str, int]]  # (turn, neighbour, distance ≥ 1), for scoring.relevance.in_context
+    session_of: dict[str, str]  # conversation turn (of those asked about, or a neighbour) → its session_id
+    observed_at: dict[str, datetime]  # item (of those asked about, or a neighbour) → when it was observed
+
+
+async def conversation_context(
+    session: AsyncSession,
+    *,
+    tenant_id: str,
+    user_id: str,
+    ids: list[str],
+    sources: list[str],
+    reach: int,
+    now: datetime,
+) -> Conversations:
+    """When each of ``ids`` was observed and the session of those that are conversation turns (an episode with
+    a ``session_id``), and for the turns among ``sources`` the live episodes of the same session up to
+    ``reach`` turns before and after each (none when ``reach`` is 0), with their sessions and times too.
+    Nothing is asked when there is nothing to ask."""
+    reach = max(0, reach)
+    if not ids and not (sources and reach):
+        return Conversations([], {}, {})
     driver = await driver_connection(session)
-    rows = await driver.fetch(_NEIGHBOURS, tenant_id, user_id, ids, reach, now)
-    return [(r["source"], r["neighbour"], int(r["distance"])) for r in rows]
+    rows = await driver.fetch(_CONVERSATION, tenant_id, user_id, sources if reach else [], reach, now, ids)
+    links: list[tuple[str, str, int]] = []
+    session_of: dict[str, str] = {}
+    observed_at: dict[str, datetime] = {}
+    for r in rows:
+        if r["neighbour"] is None:
+            observed_at[r["source"]] = r["observed_at"]
+            if r["session_id"] is not None:
+                session_of[r["source"]] = r["session_id"]
+        else:
+            links.append((r["source"], r["neighbour"], int(r["distance"])))
+            session_of[r["source"]] = session_of[r["neighbour"]] = r["session_id"]
+            observed_at[r["neighbour"]] = r["observed_at"]
+    return Conversations(links, session_of, observed_at)
 
 
 _SHARES_SQL = """

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from scoring.relevance import convex, in_context, normalised, rrf
+from scoring.relevance import convex, in_context, in_period, in_session, named_periods, normalised, rrf
 
 
 def test_rrf_rewards_agreement_and_either_ranking() -> None:
@@ -73,6 +75,104 @@ def test_in_context_never_reorders_what_gained_nothing(
             if a not in gained and b not in gained and scores[a] > scores[b]:
                 assert out.get(a, 0) >= out.get(b, 0)
     assert all(0 <= v <= 1 + 1e-9 for v in out.values())
+
+
+def test_in_session_leans_a_turn_towards_its_session() -> None:
+    scores = {"a1": 1.0, "a2": 0.5, "a3": 0.4, "b1": 0.6, "fact": 0.6}
+    session_of = {"a1": "a", "a2": "a", "a3": "a", "b1": "b"}
+    out = in_session(scores, session_of, share=0.25, turns=3)
+    # a: the mean of its three best, (1 + 0.5 + 0.4) / 3; b: one match and two missing, 0.6 / 3; the fact
+    # keeps its own; then renormalised by the best (a1)
+    s_a, s_b = 1.9 / 3, 0.6 / 3
+    raw = {
+        "a1": 0.75 * 1.0 + 0.25 * s_a,
+        "a2": 0.75 * 0.5 + 0.25 * s_a,
+        "a3": 0.75 * 0.4 + 0.25 * s_a,
+        "b1": 0.75 * 0.6 + 0.25 * s_b,
+        "fact": 0.6,
+    }
+    assert out == pytest.approx({k: v / raw["a1"] for k, v in raw.items()})
+    # a lone match of a session about something else gives way to a weaker turn of the session the query is about
+    assert scores["b1"] > scores["a2"] and out["a2"] > out["b1"]
+    # only averaged over the best `turns`: a session's weak extra matches do not dilute it
+    assert in_session(scores, session_of, share=0.25, turns=1)["a2"] == pytest.approx((0.75 * 0.5 + 0.25) / 1.0)
+    # off, or nothing in a session: unchanged (the same object)
+    assert in_session(scores, session_of, share=0.0) is scores
+    assert in_session(scores, {}, share=0.25) is scores
+    assert in_session({}, session_of, share=0.25) == {}
+
+
+@given(
+    st.dictionaries(st.sampled_from("abcdefgh"), st.floats(0, 1), min_size=1),
+    st.dictionaries(st.sampled_from("abcdefgh"), st.sampled_from("xyz")),
+    st.floats(0.01, 1),
+    st.integers(1, 5),
+)
+def test_in_session_keeps_every_session_s_order_and_adds_nothing(
+    scores: dict[str, float], session_of: dict[str, str], share: float, turns: int
+) -> None:
+    """Nothing enters or leaves; two turns of one session, or two items in no session, keep their order; every
+    relevance stays in [0, 1]."""
+    out = in_session(scores, session_of, share=share, turns=turns)
+    assert set(out) <= set(scores)
+    if max(scores.values()) > 0:
+        assert set(out) == set(scores)
+    for a in out:
+        for b in out:
+            same = (a in session_of and b in session_of and session_of[a] == session_of[b]) or (
+                a not in session_of and b not in session_of
+            )
+            if same and scores[a] > scores[b]:
+                assert out[a] >= out[b]
+    assert all(0 <= v <= 1 + 1e-9 for v in out.values())
+
+
+def _days(*periods: tuple[datetime, datetime]) -> list[tuple[str, str]]:
+    return [(a.date().isoformat(), b.date().isoformat()) for a, b in periods]
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("What did Gina find for her store on 1 February, 2023?", [("2023-02-01", "2023-02-02")]),
+        ("What did she show Caroline on October 13, 2023?", [("2023-10-13", "2023-10-14")]),
+        ("the 3rd of June 2023", [("2023-06-03", "2023-06-04")]),
+        ("Jun. 5, 2022", [("2022-06-05", "2022-06-06")]),
+        ("What workout class did Maria start in December 2023?", [("2023-12-01", "2024-01-01")]),
+        ("Sept 2023", [("2023-09-01", "2023-10-01")]),
+        ("How many times has Melanie gone to the beach in 2023?", [("2023-01-01", "2024-01-01")]),
+        ("deadline 2023-06, review 2023-07-04", [("2023-06-01", "2023-07-01"), ("2023-07-04", "2023-07-05")]),
+        ("会议在2023年6月3日开", [("2023-06-03", "2023-06-04")]),
+        ("2024年的计划", [("2024-01-01", "2025-01-01")]),
+        ("May 2023 and again in 2024", [("2023-05-01", "2023-06-01"), ("2024-01-01", "2025-01-01")]),
+        # no year, no period; numbers that are not years; a day that does not exist
+        ("I may come in May", []),
+        ("version 3.2023 on port 2023:80, 12000 rows", []),
+        ("on 2023-02-30", []),
+    ],
+)
+def test_named_periods(query: str, expected: list[tuple[str, str]]) -> None:
+    assert _days(*named_periods(query)) == expected
+
+
+def test_in_period_prefers_what_was_observed_then() -> None:
+    june, july = datetime(2023, 6, 3, 12, tzinfo=UTC), datetime(2023, 7, 9, tzinfo=UTC)
+    scores = {"then": 0.6, "later": 1.0, "later2": 0.8, "untimed": 0.9}
+    observed = {"then": june, "later": july, "later2": july}
+    (period,) = named_periods("what did she adopt in June 2023?")
+    out = in_period(scores, observed, [period], share=0.25)
+    raw = {"then": 0.75 * 0.6 + 0.25, "later": 0.75, "later2": 0.6, "untimed": 0.675}
+    assert out == pytest.approx({k: v / raw["later"] for k, v in raw.items()})
+    assert out["then"] > out["later2"] and out["later"] > out["untimed"] > out["later2"]  # the rest keep their order
+    assert in_period(scores, observed, [], share=0.25) is scores
+    assert in_period(scores, observed, [period], share=0.0) is scores
+    # a day is a day, and a period is half-open: the first instant of July is not June
+    (day,) = named_periods("on 3 June 2023")
+    assert in_period({"a": 0.5, "b": 1.0}, {"a": june}, [day], share=0.5) == pytest.approx({"a": 1.0, "b": 2 / 3})
+    first_of_july = {"a": datetime(2023, 7, 1, tzinfo=UTC), "b": datetime(2023, 6, 30, 23, 59, tzinfo=UTC)}
+    assert in_period({"a": 1.0, "b": 0.5}, first_of_july, [period], share=0.5) == pytest.approx(
+        {"a": 0.5 / 0.75, "b": 1.0}
+    )
 
 
 def test_explain_match_names_the_words_the_meaning_or_the_context() -> None:

@@ -4,6 +4,7 @@ still served, ranked by PostgreSQL alone, and says ``degraded``."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -452,7 +453,8 @@ async def test_a_turn_is_relevant_in_its_conversation(
     other = [turn("s2", 0, "Caroline: I made pancakes for breakfast this morning.")]
     fact = [{"type": "fact", "source": "user", "content": "Caroline made a pottery wheel booking."}]
     filler = [turn(f"f{i}", 0, f"{c} ({i})") for i, c in enumerate(OTHERS * 3)]
-    on, off = await client_for(), await client_for(context_share=0.0)
+    # in_session off on both: this is about neighbours alone (test_a_turn_leans_towards_its_session)
+    on, off = await client_for(session_share=0.0), await client_for(context_share=0.0, session_share=0.0)
     ids = await seed(on, tenant, "conv", chat + other + fact + filler)
     await vectors.worker.drain()
     q = "What did she create at the pottery workshop?"
@@ -474,3 +476,72 @@ async def test_a_turn_is_relevant_in_its_conversation(
     tight_off = await window(off, tenant, "conv", max_tokens=budget, query=q)
     assert chat[1]["content"] in tight_on["text"], tight_on["text"]
     assert chat[1]["content"] not in tight_off["text"], tight_off["text"]
+
+
+async def test_a_turn_leans_towards_its_session(client_for: Any, tenant: TenantKeys, vectors: VectorRecall) -> None:
+    """A session in which several turns match the query is about it (in_session): its turns' relevance leans
+    towards the session's, so a turn that matches a little there outranks an equal or slightly better lone
+    match in a session about something else; within a session the order holds, and an item outside any
+    conversation (a fact) moves only with the renormalisation. session_share 0 turns it off."""
+    day = NOW - timedelta(days=40)
+
+    def turn(session: str, minute: int, content: str) -> dict[str, Any]:
+        at = (day + timedelta(minutes=minute)).isoformat()
+        return {"type": "episode", "source": "summary", "session_id": session, "observed_at": at, "content": content}
+
+    trip = [
+        turn("s1", 0, "Jon: We went on a camping trip to the lake last weekend."),
+        turn("s1", 1, "Gina: The lake sounds lovely! Was the camping cold at night?"),
+        turn("s1", 2, "Jon: A little. The best part of the trip was the sunrise over the water."),
+    ]
+    lone = [turn("s2", 0, "Gina: My cousin is planning a camping trip to Lisbon in the spring.")]
+    fact = [{"type": "fact", "source": "user", "content": "Jon owns a four-person tent for camping."}]
+    filler = [turn(f"f{i}", 0, f"{c} ({i})") for i, c in enumerate(OTHERS * 3)]
+    # context_share 0 on both, so that only in_session differs
+    on, off = await client_for(context_share=0.0), await client_for(context_share=0.0, session_share=0.0)
+    ids = await seed(on, tenant, "sess", trip + lone + fact + filler)
+    await vectors.worker.drain()
+    q = "How was the camping trip at the lake?"
+    relevance: dict[str, dict[str, float]] = {}
+    for name, client in (("on", on), ("off", off)):
+        w = await window(client, tenant, "sess", max_tokens=4000, query=q)
+        reasons = {p["id"]: p["reason"] for s in w["sections"] for p in s["items"]}
+        relevance[name] = {i: float(m[1]) for i, r in reasons.items() if (m := re.search(r"relevance (\d\.\d+)", r))}
+    on_r, off_r = relevance["on"], relevance["off"]
+    first, second, third, other, tent = ids[:5]
+    # off: the lone match of another session outranks the trip's third turn; on, the trip's session lifts it
+    assert off_r[other] > off_r[third] and on_r[third] > on_r[other]
+    assert on_r[third] > off_r[third] and on_r[other] < off_r[other]
+    # the order within the session holds, its best is still the best
+    for r in (on_r, off_r):
+        assert r[first] == 1.0 and r[first] > r[second] > r[third]
+    # the fact, in no session, keeps its own relevance (up to the renormalisation and the reason's rounding)
+    assert on_r[tent] == pytest.approx(off_r[tent], abs=0.02)
+
+
+async def test_a_query_naming_a_date_prefers_what_was_observed_then(
+    client_for: Any, tenant: TenantKeys, vectors: VectorRecall
+) -> None:
+    """in_period: "... in March 2025" asks about what was observed in March 2025; a scored item observed then
+    outranks a slightly better match from May, an item matching nothing is not brought in by its date alone,
+    and period_share 0 turns it off."""
+
+    def episode(at: str, content: str) -> dict[str, Any]:
+        return {"type": "episode", "source": "summary", "observed_at": at, "content": content}
+
+    march = episode("2025-03-12T10:00:00+00:00", "We picked Redis for the session cache.")
+    may = episode("2025-05-20T10:00:00+00:00", "We chose Redis for the session cache.")
+    unrelated = episode("2025-03-13T10:00:00+00:00", "The office printer needs toner.")
+    filler = [episode("2025-08-01T10:00:00+00:00", f"{c} ({i})") for i, c in enumerate(OTHERS * 2)]
+    on, off = await client_for(), await client_for(period_share=0.0)
+    ids = await seed(on, tenant, "dated", [march, may, unrelated, *filler])
+    await vectors.worker.drain()
+    q = "Which session cache did we choose in March 2025?"
+    relevance: dict[str, dict[str, float]] = {}
+    for name, client in (("on", on), ("off", off)):
+        w = await window(client, tenant, "dated", max_tokens=4000, query=q)
+        reasons = {p["id"]: p["reason"] for s in w["sections"] for p in s["items"]}
+        relevance[name] = {i: float(m[1]) for i, r in reasons.items() if (m := re.search(r"relevance (\d\.\d+)", r))}
+    on_r, off_r = relevance["on"], relevance["off"]
+    assert off_r[ids[1]] > off_r[ids[0]] and on_r[ids[0]] > on_r[ids[1]]
+    assert ids[2] not in off_r and ids[2] not in on_r  # the printer turn matches nothing: its date brings nothing
