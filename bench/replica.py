@@ -33,12 +33,13 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import asyncpg
 import httpx
 
 from bench.window import make_items, make_observations, pct, text
 from service.auth.service import create_key
 from service.clock import Clock
-from service.db import migrate
+from service.db import migrate, replicas
 from service.db.engine import create_database, session_scope
 from service.db.positions import SOURCE_HEADER
 from service.settings import Settings
@@ -47,6 +48,30 @@ from service.settings import Settings
 # way round): one way to start them.
 from tests.proof.live import LiveServer, start_server
 from tests.service.db.replication import cluster
+
+
+async def choice_totals(client: httpx.AsyncClient) -> tuple[float, float]:
+    """(seconds, reads) the server spent choosing a replica so far: its ctxmem_replica_choice_seconds."""
+    metrics = (await client.get("/metrics")).text
+    found = dict(re.findall(r"^ctxmem_replica_choice_seconds_(sum|count) ([0-9.e+-]+)$", metrics, re.M))
+    return float(found["sum"]), float(found["count"])
+
+
+async def check_cost(url: str, n: int) -> dict[str, dict[str, float]]:
+    """The statement that decides whether the replica may serve a read, timed against a bare round trip."""
+    conn = await asyncpg.connect(url)
+    try:
+        out = {}
+        for name, sql, args in (("select_1", "SELECT 1", ()), ("check", replicas._CHECK_SQL, ("0/0",))):
+            times = []
+            for _ in range(n + 20):
+                t0 = time.perf_counter()
+                await conn.fetchrow(sql, *args)
+                times.append((time.perf_counter() - t0) * 1000)
+            out[name] = _ms(times[20:])
+        return out
+    finally:
+        await conn.close()
 
 
 def _ms(values: list[float]) -> dict[str, float]:
@@ -100,6 +125,7 @@ async def measure(
         r = await via_primary.post(f"/v1/users/{user}/observations/batch", json={"observations": observations})
         assert r.status_code == 201, r.text
         await asyncio.to_thread(pg.wait_caught_up)
+        check = await check_cost(pg.replica.url(), args.calls)
 
         def body(i: int) -> dict[str, Any]:
             return {"input": f"{text(rnd, 4, 12)} (turn {i})", "max_tokens": args.max_tokens}
@@ -114,6 +140,7 @@ async def measure(
         for i in range(20):  # warm-up: connections, caches, plans
             await window(via_replica, i)
             await window(via_primary, i)
+        start_choice = await choice_totals(via_replica)
         steady: dict[str, list[float]] = {"replica": [], "primary": []}
         sources: Counter[str] = Counter()
         for i in range(args.calls):
@@ -122,6 +149,7 @@ async def measure(
                 steady[name].append(ms)
                 if name == "replica":
                     sources[source] += 1
+        choice_steady = await choice_totals(via_replica)
         after: dict[str, list[float]] = {"replica": [], "primary": []}
         after_sources: Counter[str] = Counter()
         for i in range(args.writes):
@@ -135,14 +163,12 @@ async def measure(
                 after[name].append(ms)
                 if name == "replica":
                     after_sources[source] += 1
-        # The replica path's own cost, from the server's histogram: the check (and any wait) before each read.
-        metrics = (await via_replica.get("/metrics")).text
-        choice = {
-            k: float(re.search(rf"^ctxmem_replica_choice_seconds_{k} ([0-9.e+-]+)$", metrics, re.M).group(1))  # type: ignore[union-attr]
-            for k in ("sum", "count")
-        }
+        choice_after = await choice_totals(via_replica)
+    steady_choice = (choice_steady[0] - start_choice[0]) / (choice_steady[1] - start_choice[1])
+    after_choice = (choice_after[0] - choice_steady[0]) / (choice_after[1] - choice_steady[1])
     result = {
-        "choice_ms_mean": 1000 * choice["sum"] / choice["count"],
+        "check_statement_ms": check,
+        "choice_ms_mean": {"steady": 1000 * steady_choice, "after_write": 1000 * after_choice},
         "items": args.items,
         "entries": args.entries,
         "wait_seconds": args.wait,
@@ -161,8 +187,12 @@ async def measure(
             f"ms p99 {pri['p99']:.2f} ms; added p50 {rep['p50'] - pri['p50']:+.2f} ms; served by {dict(counts)}"
         )
     print(
-        f"choosing the replica (its check, and any wait for it): {result['choice_ms_mean']:.2f} ms a read on "
-        f"average over {choice['count']:.0f} reads"
+        f"the replica check statement alone (asyncpg, one connection): p50 {check['check']['p50']:.3f} ms against "
+        f"SELECT 1 p50 {check['select_1']['p50']:.3f} ms"
+    )
+    print(
+        f"choosing the replica (its check, and any wait for it to replay), mean a read: steady "
+        f"{1000 * steady_choice:.2f} ms, after a write {1000 * after_choice:.2f} ms"
     )
     return result
 
