@@ -103,7 +103,8 @@ def test_in_session_leans_a_turn_towards_its_session() -> None:
 
 
 @given(
-    st.dictionaries(st.sampled_from("abcdefgh"), st.floats(0, 1), min_size=1),
+    # Relevances are normalised scores, never subnormal floats (whose products underflow to 0).
+    st.dictionaries(st.sampled_from("abcdefgh"), st.floats(0, 1, allow_subnormal=False), min_size=1),
     st.dictionaries(st.sampled_from("abcdefgh"), st.sampled_from("xyz")),
     st.floats(0.01, 1),
     st.integers(1, 5),
