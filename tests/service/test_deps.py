@@ -13,6 +13,7 @@ import pytest
 from fastapi import FastAPI
 from sqlalchemy import text
 
+from service.auth.cache import KeyCache
 from service.clock import FixedClock
 from service.db.engine import Database
 from service.deps import (
@@ -49,6 +50,7 @@ async def client(db: Database, settings: Settings, scratch: str) -> AsyncIterato
     app.state.db = db
     app.state.settings = settings
     app.state.clock = FixedClock(AT)
+    app.state.key_cache = KeyCache(0)  # what create_app sets: every request reads its key
     app.state.tokenizer = build_tokenizer(settings.tokens.tokenizer, cache_dir=settings.resolved_tokenizer_cache_dir)
     install_error_handlers(app)
 

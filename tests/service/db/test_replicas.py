@@ -12,6 +12,7 @@ import contextlib
 import re
 import secrets
 import time
+import uuid
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,11 +21,18 @@ from typing import Any
 import asyncpg
 import httpx
 import pytest
+from prometheus_client import CollectorRegistry
+from sqlalchemy import text
 
+from service.auth.service import Principal
+from service.clock import Clock
+from service.context import RequestContext
 from service.db import migrate
 from service.db.engine import Database, create_database
 from service.db.positions import COMMIT_HEADER, SOURCE_HEADER, parse_lsn
+from service.db.replicas import ReplicaMetrics, build_replicas
 from service.settings import Settings
+from service.tokenizer import build_tokenizer
 from tests.conftest import TenantKeys, make_tenant
 from tests.proof.live import LiveServer, start_server
 from tests.service.db.replication import Cluster, Unavailable, cluster
@@ -226,8 +234,8 @@ async def test_a_replica_further_behind_than_the_lag_limit_serves_nobody(setup: 
 
 
 async def test_the_replicas_answers_equal_the_primarys(setup: Setup, user: str) -> None:
-    for text in ("We use PostgreSQL 17.", "The cache is Memcached.", "Never deploy on Fridays."):
-        await write(setup.strict, setup.keys, user, text)
+    for content in ("We use PostgreSQL 17.", "The cache is Memcached.", "Never deploy on Fridays."):
+        await write(setup.strict, setup.keys, user, content)
     window = {"input": "Which database and cache?", "max_tokens": 300, "query": "database cache deploy"}
     on_replica, _ = await read(setup.strict, setup.keys, user, "window", **window)
     searched, _ = await read(setup.strict, setup.keys, user, "search", query="PostgreSQL cache")
@@ -299,3 +307,40 @@ async def test_a_window_that_archives_reads_on_the_primary_and_a_replayed_write_
     assert first.status_code == again.status_code == 201
     assert again.headers["idempotent-replayed"] == "true"
     assert parse_lsn(again.headers[COMMIT_HEADER]) >= parse_lsn(first.headers[COMMIT_HEADER])
+
+
+async def test_a_read_that_fails_on_the_replica_runs_again_on_the_primary(setup: Setup, tmp_path: Path) -> None:
+    """The replica answers its check but the read itself fails there (here: a replica URL naming a database
+    without ctxmem's tables; in production, a query cancelled by a recovery conflict): the same read runs on
+    the primary, the replica is skipped for a while, and the caller never sees the error."""
+    await write(setup.live, setup.keys, f"u-{uuid.uuid4().hex[:8]}", "Something to count.")
+    settings = Settings(
+        database_url=setup.cluster.primary.url(),
+        data_dir=tmp_path,
+        database_replica_urls=[setup.cluster.replica.url(database="postgres")],
+    )
+    metrics = ReplicaMetrics(CollectorRegistry())
+    replicas = build_replicas(settings, metrics)
+    assert replicas is not None
+    tokenizer = build_tokenizer("estimate", cache_dir=tmp_path)
+    principal = Principal(tenant_id=setup.keys.tenant_id, key_id=uuid.uuid4(), role="agent")
+    served: list[str] = []
+
+    async def count_items(ctx: RequestContext) -> int:
+        served.append(await ctx.session.scalar(text("SELECT current_database()")))
+        count = text("SELECT count(*) FROM context_item WHERE tenant_id = :t")
+        return int(await ctx.session.scalar(count, {"t": principal.tenant_id}))
+
+    try:
+        async with setup.db.sessionmaker() as primary:
+            ctx = RequestContext(primary, principal, settings, tokenizer, Clock().now())
+            n, source = await replicas.read(ctx, needed=0, work=count_items)
+            assert source == "primary; fallback=failed"
+            assert served == ["postgres", "ctxmem"] and n > 0
+            served.clear()
+            _, source = await replicas.read(ctx, needed=0, work=count_items)
+            assert source == "primary; fallback=failed" and served == ["ctxmem"]  # skipped, not asked again
+    finally:
+        await replicas.dispose()
+    assert metrics.reads.labels("failed")._value.get() == 2
+    assert metrics.reads.labels("replica")._value.get() == 0
