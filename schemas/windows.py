@@ -261,7 +261,7 @@ class WindowResponse(ReadModel):
         description="Candidate items left out, each with why: with detail summary only those relevant to the "
         "query, best first; with detail full all of them"
     )
-    omitted_summary: OmittedSummary
+    omitted_summary: OmittedSummary = Field(default_factory=lambda: OmittedSummary(count=0, listed=0, reasons={}))
     warnings: list[str]
     tokens: WindowTokens
     prefix_tokens: int

@@ -110,5 +110,6 @@ def test_window_response_defaults_say_nothing_gave_way() -> None:
         state_version="v",
     )
     assert (r.cut, r.not_retrieved, r.archived_item_id) == (0.0, 0, None)
+    assert r.omitted_summary.model_dump() == {"count": 0, "listed": 0, "reasons": {}}
     with pytest.raises(ValidationError):
         WindowResponse.model_validate({**r.model_dump(), "mode": "huge"})
