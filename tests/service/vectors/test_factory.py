@@ -10,15 +10,20 @@ from pathlib import Path
 import pytest
 
 from service.vectors.factory import BACKENDS, build_index
+from service.vectors.pgvector import PgVectorIndex
 from service.vectors.qdrant_edge import DEFAULT_BUILD_THRESHOLD, QdrantEdgeIndex
 from service.vectors.qdrant_server import QdrantServerIndex
 
 
 async def test_every_backend_builds_the_index_it_names(tmp_path: Path) -> None:
     url = "http://qdrant.invalid:6333"
-    built = {b: build_index(b, dim=8, data_dir=tmp_path, url=url, api_key=None) for b in BACKENDS}
+    database_url = "postgresql://nobody@127.0.0.1:1/none"  # pgvector's table lives there (not reached here)
+    built = {
+        b: build_index(b, dim=8, data_dir=tmp_path, url=url, api_key=None, database_url=database_url) for b in BACKENDS
+    }
     try:
         assert isinstance(built["edge"], QdrantEdgeIndex)
+        assert isinstance(built["pgvector"], PgVectorIndex) and built["pgvector"].name == "pgvector"
         assert {b: built[b].name for b in ("qdrant", "memory", "local")} == {
             "qdrant": "qdrant",
             "memory": "qdrant-memory",
@@ -49,7 +54,7 @@ async def test_local_mode_lives_under_the_data_dir(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("backend", ["off", "", "Edge"])
 def test_other_names_are_refused_listing_the_known(backend: str, tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match="expected one of edge, qdrant, memory, local"):
+    with pytest.raises(ValueError, match="expected one of edge, pgvector, qdrant, memory, local"):
         build_index(backend, dim=8, data_dir=tmp_path, url=None, api_key=None)
 
 
