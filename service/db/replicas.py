@@ -174,22 +174,27 @@ class Replicas:
         deadline = time.monotonic() + db_settings.replica_wait_seconds
         position = format_lsn(needed)
         probes: list[_Probe] = []
-        for replica in self._in_turn():
-            probe = _Probe(replica, replica.db.sessionmaker())
-            if await self._check(probe, position):
-                probes.append(probe)
         chosen: _Probe | None = None
-        pause = FIRST_POLL_SECONDS
-        while probes:
-            fit = [p for p in probes if p.caught_up and p.lag <= db_settings.replica_max_lag_seconds]
-            if fit:
-                chosen = fit[0]
-                break
-            if time.monotonic() + pause > deadline:
-                break
-            await asyncio.sleep(pause)
-            pause = min(pause * 2, MAX_POLL_SECONDS)
-            probes = [p for p in probes if await self._check(p, position)]
+        try:
+            for replica in self._in_turn():
+                probe = _Probe(replica, replica.db.sessionmaker())
+                if await self._check(probe, position):
+                    probes.append(probe)
+            pause = FIRST_POLL_SECONDS
+            while probes:
+                fit = [p for p in probes if p.caught_up and p.lag <= db_settings.replica_max_lag_seconds]
+                if fit:
+                    chosen = fit[0]
+                    break
+                if time.monotonic() + pause > deadline:
+                    break
+                await asyncio.sleep(pause)
+                pause = min(pause * 2, MAX_POLL_SECONDS)
+                probes = [p for p in probes if await self._check(p, position)]
+        except BaseException:  # the request was cancelled meanwhile: give the connections back
+            for p in probes:
+                await _close_quietly(p.session)
+            raise
         outcome = "failed"
         if chosen is None and probes:
             outcome = "behind" if not any(p.caught_up for p in probes) else "lagging"
@@ -207,6 +212,9 @@ class Replicas:
             probe.replica.failed(exc)
             await _close_quietly(probe.session)
             return False
+        except BaseException:  # cancelled while asking
+            await _close_quietly(probe.session)
+            raise
         if not row["standby"]:
             probe.replica.failed(RuntimeError("it is not a standby (promoted, or a primary's URL)"))
             await _close_quietly(probe.session)
