@@ -112,10 +112,9 @@ class ServerSettings(_Group):
 
     host: str = "127.0.0.1"
     port: int = Field(8080, ge=1, le=65535)
-    # API processes ``ctxmem serve`` runs (uvicorn workers on one socket); default: the machine's cores. More
-    # than one needs a vector index every process reaches: the default backend is then pgvector
-    # (docs/operations.md#workers).
-    # Unset: the machine's cores (``processes``).
+    # API processes ``ctxmem serve`` runs (uvicorn workers on one socket). More than one needs a vector index
+    # every process reaches: the default backend is then pgvector (docs/operations.md#workers).
+    # Unset: one per core less one for the PostgreSQL beside them (``processes``): on 2 cores one process.
     workers: int | None = Field(None, ge=1, le=256)
     # Embedded PostgreSQL (postgres/), embedded vector index (vectors/), tokenizer file (tiktoken/).
     data_dir: Path = Path(".ctxmem")
@@ -136,8 +135,11 @@ class ServerSettings(_Group):
 
     @property
     def processes(self) -> int:
-        """How many API processes ``ctxmem serve`` runs: ``workers``, or one per core when it is unset."""
-        return self.workers or os.cpu_count() or 1
+        """How many API processes ``ctxmem serve`` runs: ``workers``, or, unset, one per core less one — the
+        database beside them needs a core too: on 2 cores one API process and PostgreSQL already keep both
+        busy (bench.window --http, quiet machine: 54 windows/s with one worker, 53 with two), and a second
+        worker would only move the vectors to pgvector (a 9x slower search, README)."""
+        return self.workers or max(1, (os.cpu_count() or 1) - 1)
 
 
 _POSTGRES_SCHEMES = ("postgresql://", "postgres://", "postgresql+asyncpg://")

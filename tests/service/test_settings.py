@@ -171,7 +171,8 @@ def test_several_workers_mean_the_pgvector_index_unless_a_backend_is_named(monke
     import os
 
     assert Settings().server.workers is None
-    assert Settings().server.processes == (os.cpu_count() or 1)  # the machine's cores by default
+    # one per core less one for PostgreSQL by default, at least one
+    assert Settings().server.processes == max(1, (os.cpu_count() or 1) - 1)
     assert Settings(workers=1).vectors.backend == "edge"  # one process: the embedded index, as before
     assert Settings(workers=2).vectors.backend == "pgvector"  # every worker reaches PostgreSQL
     assert Settings(workers=2, vector_backend="edge").vectors.backend == "edge"  # named: kept (serve refuses it)
