@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from service.db.engine import Database
@@ -67,6 +68,20 @@ class Site:
     @property
     def url(self) -> str:
         return self.server.base_url
+
+
+SHOTS = Path(__file__).resolve().parents[2] / "build" / "screenshots"
+
+
+def secret(headers: dict[str, str]) -> str:
+    """The API key in an Authorization header (what a person types into the sign-in form)."""
+    return headers["Authorization"].removeprefix("Bearer ")
+
+
+async def api(site: Site, method: str, path: str, role: str = "agent", **kw: Any) -> httpx.Response:
+    """A request to the server under test with one of its tenant's keys (setting up what a page shows)."""
+    async with httpx.AsyncClient(base_url=site.url, headers=getattr(site.keys, role), timeout=30) as client:
+        return await client.request(method, path, **kw)
 
 
 @dataclass

@@ -4,27 +4,15 @@ keyboard and see its tier change; the pages hold at 375 px; sign out. Screenshot
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
-from tests.browser.conftest import Offline, Site
+from tests.browser.conftest import SHOTS, Offline, Site, api, secret
 
 pytestmark = pytest.mark.asyncio
 
-SHOTS = Path(__file__).resolve().parents[2] / "build" / "screenshots"
 USER = "browser-profile-ada"
-
-
-def secret(headers: dict[str, str]) -> str:
-    return headers["Authorization"].removeprefix("Bearer ")
-
-
-async def api(site: Site, method: str, path: str, role: str = "agent", **kw: Any) -> httpx.Response:
-    async with httpx.AsyncClient(base_url=site.url, headers=getattr(site.keys, role), timeout=30) as c:
-        return await c.request(method, path, **kw)
 
 
 async def seed(site: Site) -> str:

@@ -5,27 +5,15 @@ confirmation. Screenshots go to build/screenshots/."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
-from tests.browser.conftest import Offline, Site
+from tests.browser.conftest import SHOTS, Offline, Site, api, secret
 
 pytestmark = pytest.mark.asyncio
 
-SHOTS = Path(__file__).resolve().parents[2] / "build" / "screenshots"
 INPUT = "Which cache should we use?"
-
-
-def secret(headers: dict[str, str]) -> str:
-    return headers["Authorization"].removeprefix("Bearer ")
-
-
-async def api(site: Site, method: str, path: str, role: str = "agent", **kw: Any) -> httpx.Response:
-    async with httpx.AsyncClient(base_url=site.url, headers=getattr(site.keys, role), timeout=30) as c:
-        return await c.request(method, path, **kw)
 
 
 async def seed_window_user(site: Site, user: str) -> None:

@@ -5,6 +5,9 @@ from __future__ import annotations
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
+from service.app import create_app
+from service.db.engine import create_database
+from service.settings import Settings
 from tests.conftest import TenantKeys
 
 
@@ -23,16 +26,19 @@ async def test_readyz_reports_database_and_migrations(client: httpx.AsyncClient)
     assert body["checks"]["tokenizer"] == {"name": "o200k_base", "exact": True}
 
 
-async def test_readyz_not_ready_when_database_unreachable(settings) -> None:  # type: ignore[no-untyped-def]
-    from service.app import create_app
-    from service.db.engine import create_database
-
+async def get_while_database_down(settings: Settings, path: str) -> httpx.Response:
+    """GET ``path`` from an app whose database cannot be reached."""
     broken = settings.replace(database_url="postgresql://nobody@127.0.0.1:1/none")
     db = create_database(broken.database.url, broken)
     app = create_app(broken, database=db)
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as c:
-        r = await c.get("/readyz")
+        r = await c.get(path)
     await db.dispose()
+    return r
+
+
+async def test_readyz_not_ready_when_database_unreachable(settings: Settings) -> None:
+    r = await get_while_database_down(settings, "/readyz")
     assert r.status_code == 503
     assert r.json()["status"] == "not-ready"
     assert r.json()["checks"]["database"].startswith("unreachable")
@@ -127,15 +133,7 @@ async def test_job_gauges_show_each_jobs_latest_run(client: httpx.AsyncClient, t
     assert finished > 0 and run["status"] == "succeeded"
 
 
-async def test_metrics_answer_while_the_database_is_down(settings) -> None:  # type: ignore[no-untyped-def]
-    from service.app import create_app
-    from service.db.engine import create_database
-
-    broken = settings.replace(database_url="postgresql://nobody@127.0.0.1:1/none")
-    db = create_database(broken.database.url, broken)
-    app = create_app(broken, database=db)
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as c:
-        r = await c.get("/metrics")
-    await db.dispose()
+async def test_metrics_answer_while_the_database_is_down(settings: Settings) -> None:
+    r = await get_while_database_down(settings, "/metrics")
     assert r.status_code == 200
     assert "ctxmem_job_last_failed" in r.text  # described, with no samples yet
