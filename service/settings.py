@@ -315,7 +315,8 @@ class VectorsSettings(_Group):
     # since its last build and some user has this many points (a user's search is otherwise an exact scan
     # of their points: ~0.3 ms a thousand); 0 never builds (service/vectors/qdrant_edge.py).
     build_threshold: int = Field(20_000, ge=0)
-    # The window stops trusting the index (and says "degraded") when the oldest pending change is older.
+    # A window or search stops trusting the index (and says "degraded") when the oldest of its user's own
+    # pending changes is older.
     max_lag_seconds: float = Field(30.0, gt=0)
     # "hashing" (dependency-free default), "minilm" (extra: local sentence model), "http" (an
     # OpenAI-compatible /embeddings endpoint at embedding_url).

@@ -371,8 +371,9 @@ async def window_entries(session: AsyncSession, *, tenant_id: str, user_id: str)
 # (k1 1.2, b 0.75, term presence, length = its distinct lexemes, N = $7 or the texts found, float8
 # arithmetic throughout: numeric made the sum 3x slower). The best $4 are then re-checked against context_item
 # (active, unexpired), so a lagging index never brings back a dead item. The same round trip reads the
-# age of the oldest change the worker has not applied (an index probe): whether the vector index can be
-# trusted.
+# age of the oldest change of this user's that the worker has not applied (a probe of ix_vector_outbox_user):
+# whether the vector index can be trusted for this user's items. Another user's backlog does not make it
+# wrong for this one, and the probe stays on one shard on Citus (docs/citus.md).
 _LEXICAL = f"""
 WITH terms AS (
     SELECT t.lexeme, coalesce(st.f, 0) AS f
@@ -412,8 +413,8 @@ scored AS (
     FROM pairs p JOIN idf i USING (lexeme), docs d
     GROUP BY p.id, d.avglen
 )
-SELECT (SELECT EXTRACT(EPOCH FROM now() - created_at)::float8 FROM vector_outbox WHERE dead_at IS NULL
-        ORDER BY id LIMIT 1) AS lag,
+SELECT (SELECT EXTRACT(EPOCH FROM now() - created_at)::float8 FROM vector_outbox
+        WHERE tenant_id = $1 AND user_id = $2 AND dead_at IS NULL ORDER BY id LIMIT 1) AS lag,
        (SELECT count(*) FROM terms) - (SELECT count(*) FROM kept) AS ignored,
        t.id, t.r
 FROM (SELECT 1) AS one LEFT JOIN (
@@ -539,7 +540,7 @@ async def lexical_ranking(
 ) -> tuple[list[tuple[str, float]], float, int]:
     """(id, BM25 score) of the user's active items matching any of the query's kept terms, best first
     (inverse document frequencies from the user's own texts, length-normalised), how many
-    seconds the oldest change still queued for the indexes has waited (0: none), and how many of the
+    seconds the oldest of this user's changes still queued for the indexes has waited (0: none), and how many of the
     query's terms were too common among the user's ``documents`` items to rank by (``max_hits``)."""
     driver = await driver_connection(session)
     elems, freqs = await term_shares(driver)

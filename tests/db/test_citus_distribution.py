@@ -64,9 +64,6 @@ ALLOWED: dict[str, str] = {
     "the worker's gauge, a degraded window's warning): a multi-shard count, by design",
     "UPDATE vector_outbox SET dead_at = NULL": "the reindex job revives every tenant's dead letters and applies the "
     "whole outbox, also when an admin runs it for one tenant: multi-shard, by design",
-    "FROM vector_outbox WHERE dead_at IS NULL ORDER BY id LIMIT 1) AS lag": "the lexical ranking of every window and "
-    "search probes the oldest unapplied change of any tenant (is the vector index trustworthy?): on Citus a "
-    "multi-shard subquery in every request — to change: probe the user's own changes (tenant_id, user_id)",
 }
 # pgvector's table (service/vectors/pgvector.py), written by the outbox worker and read by searches.
 PGVECTOR_ALLOWED: dict[str, str] = {

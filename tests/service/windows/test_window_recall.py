@@ -260,6 +260,33 @@ async def test_a_lagging_index_is_not_trusted(
             await conn.execute(text("DELETE FROM vector_outbox WHERE tenant_id = :t"), {"t": tenant.tenant_id})
 
 
+async def test_another_users_backlog_does_not_degrade_this_users_window(
+    client: httpx.AsyncClient, tenant: TenantKeys, db: Database, vectors: VectorRecall
+) -> None:
+    """The lag probe asks about this user's own queued changes: every one of them is in the index, so
+    its vector ranking is trusted, however long another user's change has waited."""
+    target = await memory(client, tenant, "h")
+    other = await memory(client, tenant, "h-other")
+    await vectors.worker.drain()
+    async with db.engine.begin() as conn:
+        await conn.execute(
+            text(
+                "INSERT INTO vector_outbox (tenant_id, user_id, item_id, op, created_at, next_attempt_at) "
+                "VALUES (:t, 'h-other', :i, 'sync', now() - interval '1 hour', now() + interval '1 hour')"
+            ),
+            {"t": tenant.tenant_id, "i": other},
+        )
+    try:
+        w = await window(client, tenant, "h", max_tokens=4000, query="Memcached p99 latency")
+        assert not any(x.startswith("degraded") for x in w["warnings"]), w["warnings"]
+        assert any(p["id"] == target for s in w["sections"] for p in s["items"])
+        lagging = await window(client, tenant, "h-other", max_tokens=4000, query="Memcached p99 latency")
+        assert any("vector index is 3600s behind" in x for x in lagging["warnings"]), lagging["warnings"]
+    finally:
+        async with db.engine.begin() as conn:
+            await conn.execute(text("DELETE FROM vector_outbox WHERE tenant_id = :t"), {"t": tenant.tenant_id})
+
+
 async def test_lexical_index_is_maintained_by_the_worker(
     client: httpx.AsyncClient, tenant: TenantKeys, db: Database, vectors: VectorRecall
 ) -> None:
