@@ -28,6 +28,7 @@ from service.conversations import service as conversations
 from service.errors import BudgetTooSmallError, HistoryInvalid
 from service.settings import Settings
 from service.tokenizer import Tokenizer
+from service.tracing import traced
 from service.windows import recall, repository
 from service.windows.cache import CACHE
 from service.windows.metrics import WindowStats
@@ -146,6 +147,7 @@ async def build_window(
 
     echoes: dict[str, str] = {}
 
+    @traced("window.assemble")
     def assemble(loose: Sequence[Element]) -> Any:
         return assemble_prepared(
             variant.prepared,
@@ -344,6 +346,7 @@ async def _older_elements(
     return [e for e in older if not e.pinned]
 
 
+@traced("window.response")
 def _response(
     outcome: Any,
     *,
@@ -429,6 +432,7 @@ def _prompt(outcome: Any, req: WindowRequest, messages: list[dict[str, Any]]) ->
     return None
 
 
+@traced("window.retrieve")
 async def _retrieve(
     ctx: RequestContext, user_id: str, req: WindowRequest, state: UserState, count: TokenCounter
 ) -> tuple[recall.Relevance, list[Element], list[tuple[str, str]], int]:
@@ -472,6 +476,7 @@ def _selection(ctx: RequestContext, user_id: str, req: WindowRequest) -> reposit
     )
 
 
+@traced("window.state")
 async def _user_state(ctx: RequestContext, user_id: str, req: WindowRequest, count: Callable[[str], int]) -> UserState:
     """The row-derived part of the window: from the cache when ``window_version`` confirms it, else built
     from a fresh fetch (and cached, unless this transaction has written: see repository)."""
