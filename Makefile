@@ -12,7 +12,7 @@ $(BIN)/python:
 
 $(STAMP): $(BIN)/python pyproject.toml sdk/python/pyproject.toml
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,otel]'
 	$(BIN)/python -m pip install --quiet -e 'sdk/python[mcp,langgraph,agents]'
 	@rm -f $(VENV)/.installed-*
 	@touch $(STAMP)

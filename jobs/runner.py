@@ -21,6 +21,7 @@ from sqlalchemy import text
 from jobs import repository
 from schemas.jobs import JOB_NAMES, JobName
 from scoring.fourc import FourCWeights
+from service import tracing
 from service.clock import Clock
 from service.db.engine import Database, session_scope
 from service.ids import uuid7
@@ -223,16 +224,21 @@ async def run_job(
     if name not in JOBS:
         raise ValueError(f"unknown job {name!r}; jobs: {', '.join(JOB_NAMES)}")
     now = clock.now()
-    async with db.engine.connect() as lock_conn:
-        got = (await lock_conn.execute(text("SELECT pg_try_advisory_lock(:k)"), {"k": lock_key(name)})).scalar_one()
-        await lock_conn.commit()
-        if not got:
-            return JobResult(None, name, "skipped", now, reason="another process is running this job")
-        try:
-            return await _run_locked(name, db, settings, now, tenant_id, trigger, tick, progress, vectors)
-        finally:
-            await lock_conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": lock_key(name)})
+    # One span per run when tracing is on (service/tracing.py): the request's child, or the process's own.
+    with tracing.job_span(name, settings, trigger=trigger, tenant_id=tenant_id) as span:
+        async with db.engine.connect() as lock_conn:
+            got = (await lock_conn.execute(text("SELECT pg_try_advisory_lock(:k)"), {"k": lock_key(name)})).scalar_one()
             await lock_conn.commit()
+            if not got:
+                result = JobResult(None, name, "skipped", now, reason="another process is running this job")
+            else:
+                try:
+                    result = await _run_locked(name, db, settings, now, tenant_id, trigger, tick, progress, vectors)
+                finally:
+                    await lock_conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": lock_key(name)})
+                    await lock_conn.commit()
+        tracing.record_job(span, status=result.status, rows=result.rows, error=result.error)
+    return result
 
 
 async def _run_locked(

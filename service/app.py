@@ -10,7 +10,6 @@ from collections.abc import AsyncIterator
 
 from fastapi import FastAPI, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
-from prometheus_fastapi_instrumentator import Instrumentator
 
 from jobs.endpoints import router as jobs_router
 from jobs.metrics import JobGauges
@@ -30,6 +29,7 @@ from service.db.replicas import ReplicaMetrics, build_replicas
 from service.docs import install_docs
 from service.errors import install_error_handlers
 from service.health.endpoints import router as health_router
+from service.http_metrics import HttpMetrics, HttpSeries
 from service.items.endpoints import router as items_router
 from service.json_body import RejectDuplicateKeys
 from service.limits import BodySizeLimit
@@ -41,6 +41,7 @@ from service.search.endpoints import router as search_router
 from service.settings import Settings, get_settings
 from service.timeline.endpoints import router as timeline_router
 from service.tokenizer import build_tokenizer
+from service.tracing import TraceRequests, build_tracing
 from service.users.endpoints import router as users_router
 from service.vectors.recall import OutboxGauges, VectorRecall, build_recall, outbox_worker
 from service.version import VERSION
@@ -67,6 +68,9 @@ def create_app(
     closed here, and no background worker is started: the caller drains the outbox); otherwise both are
     built from settings (embedded PostgreSQL and the embedded vector index by default)."""
     settings = settings or get_settings()
+    # OpenTelemetry traces (service/tracing.py): None unless an OTLP endpoint is set; an error now if one is
+    # set with CTXMEM_OTEL_ENDPOINT and the otel extra is missing.
+    tracing = build_tracing(settings)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -119,6 +123,8 @@ def create_app(
                     await app.state.vectors.index.close()
                     await app.state.vectors.embedder.close()
                 await db.dispose()
+            if tracing is not None:
+                await asyncio.to_thread(tracing.shutdown)  # the last batch of spans, then the exporter stops
 
     app = FastAPI(
         title="ctxmem",
@@ -129,6 +135,7 @@ def create_app(
         redoc_url=None,
     )
     app.state.settings = settings
+    app.state.tracing = tracing
     app.state.vectors = vectors
     if database is not None:
         app.state.db = database
@@ -160,11 +167,7 @@ def create_app(
     app.state.window_metrics = WindowMetrics(registry)
     replica_metrics = ReplicaMetrics(registry)
     job_gauges = JobGauges(registry)
-    Instrumentator(
-        registry=registry,
-        excluded_handlers=["/metrics"],
-        should_group_status_codes=False,
-    ).instrument(app, latency_lowr_buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0))
+    http_series = HttpSeries(registry)
 
     @app.get("/metrics", include_in_schema=False)
     async def metrics(request: Request) -> Response:
@@ -174,8 +177,9 @@ def create_app(
             await job_gauges.refresh(db)
         return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
 
-    # Outermost last: the request id first (every answer names its request, a 429 too), the rate limit,
-    # then OPTIONS; oversize bodies are refused before they are read.
+    # Outermost last: the request id first (every answer names its request, a 429 too), the trace span, the
+    # rate limit, then OPTIONS; oversize bodies are refused before they are read.
+    app.add_middleware(HttpMetrics, series=http_series)  # innermost: it reads the route that served the request
     app.add_middleware(PositionHeaders)
     app.add_middleware(RejectDuplicateKeys)
     app.add_middleware(BodySizeLimit, max_bytes=settings.server.max_body_bytes)
@@ -183,5 +187,7 @@ def create_app(
     app.add_middleware(
         RateLimit, rate=settings.rate_limit.per_second, burst=settings.rate_limit.burst, clock=app.state.clock
     )
+    if tracing is not None:  # the server span, inside the request id it carries
+        app.add_middleware(TraceRequests, tracing=tracing)
     app.add_middleware(RequestId)
     return app

@@ -420,6 +420,18 @@ class ConsoleSettings(_Group):
     idle_minutes: int = Field(30, ge=1, le=24 * 60)
 
 
+class TracingSettings(_Group):
+    """OpenTelemetry traces (service/tracing.py, docs/operations.md#traces): off unless an endpoint is set,
+    here or in the standard OTEL_EXPORTER_OTLP_TRACES_ENDPOINT / OTEL_EXPORTER_OTLP_ENDPOINT. Needs the
+    ``otel`` extra (``pip install 'ctxmem[otel]'``)."""
+
+    # The collector's OTLP/HTTP address (``http://collector:4318``): spans are posted to its /v1/traces
+    # (a URL that already ends in /v1/traces is taken as it is). Wins over the OTEL_ variables.
+    endpoint: str = ""
+    # The spans' service.name; unset: OTEL_SERVICE_NAME, else "ctxmem".
+    service_name: str | None = Field(None, min_length=1, max_length=256)
+
+
 # The flat names every deployment has used (CTXMEM_<NAME> in the environment, <name> as a keyword of
 # Settings and Settings.replace) → where the setting lives now, "group.field".
 FLAT_NAMES: dict[str, str] = {
@@ -504,6 +516,8 @@ FLAT_NAMES: dict[str, str] = {
     "window_session_history_limit": "window.session_history_limit",
     "window_archive_session_turns": "window.archive_session_turns",
     "console_idle_minutes": "console.idle_minutes",
+    "otel_endpoint": "tracing.endpoint",
+    "otel_service_name": "tracing.service_name",
 }
 
 
@@ -534,6 +548,7 @@ class Settings(BaseSettings):
     recall: RecallSettings = Field(default_factory=RecallSettings)
     window: WindowSettings = Field(default_factory=WindowSettings)
     console: ConsoleSettings = Field(default_factory=ConsoleSettings)
+    tracing: TracingSettings = Field(default_factory=TracingSettings)
 
     def __init__(self, *args: Any, **values: Any) -> None:
         try:
