@@ -10,7 +10,6 @@ from collections.abc import AsyncIterator
 
 from fastapi import FastAPI, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
-from prometheus_fastapi_instrumentator import Instrumentator
 
 from jobs.endpoints import router as jobs_router
 from jobs.metrics import JobGauges
@@ -30,6 +29,7 @@ from service.db.replicas import ReplicaMetrics, build_replicas
 from service.docs import install_docs
 from service.errors import install_error_handlers
 from service.health.endpoints import router as health_router
+from service.http_metrics import HttpMetrics, HttpSeries
 from service.items.endpoints import router as items_router
 from service.json_body import RejectDuplicateKeys
 from service.limits import BodySizeLimit
@@ -167,11 +167,7 @@ def create_app(
     app.state.window_metrics = WindowMetrics(registry)
     replica_metrics = ReplicaMetrics(registry)
     job_gauges = JobGauges(registry)
-    Instrumentator(
-        registry=registry,
-        excluded_handlers=["/metrics"],
-        should_group_status_codes=False,
-    ).instrument(app, latency_lowr_buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0))
+    http_series = HttpSeries(registry)
 
     @app.get("/metrics", include_in_schema=False)
     async def metrics(request: Request) -> Response:
@@ -183,6 +179,7 @@ def create_app(
 
     # Outermost last: the request id first (every answer names its request, a 429 too), the trace span, the
     # rate limit, then OPTIONS; oversize bodies are refused before they are read.
+    app.add_middleware(HttpMetrics, series=http_series)  # innermost: it reads the route that served the request
     app.add_middleware(PositionHeaders)
     app.add_middleware(RejectDuplicateKeys)
     app.add_middleware(BodySizeLimit, max_bytes=settings.server.max_body_bytes)

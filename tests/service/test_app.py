@@ -49,7 +49,7 @@ def test_the_openapi_document_names_the_version_and_hides_metrics(app: FastAPI) 
 
 def test_middleware_names_the_request_first_then_rate_limits_and_reads_bodies_last(app: FastAPI) -> None:
     # add_middleware puts each one outside the previous: this list is outermost first (the metrics
-    # middleware the instrumentator adds sits inside them all).
+    # middleware, service/http_metrics.py, sits inside them all).
     ours = (RequestId, RateLimit, OptionsResponder, BodySizeLimit, RejectDuplicateKeys)
     assert [m.cls for m in app.user_middleware if m.cls in ours] == list(ours)
     assert app.user_middleware[0].cls is RequestId

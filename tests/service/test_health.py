@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import secrets
+
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -79,6 +81,34 @@ async def test_metrics_count_requests_by_route_and_status(client: httpx.AsyncCli
     }
     timed = ("http_request_duration_seconds_count", "handler", "method")
     assert moved(samples(first, *timed), samples(r.text, *timed)) == {(route, "POST"): 2, (route, "GET"): 4}
+
+
+async def test_metrics_name_unmatched_paths_none_and_wrong_methods_by_their_route(
+    client: httpx.AsyncClient, tenant: TenantKeys
+) -> None:
+    """A path no route serves is ``none`` (never its raw path: that would make a series per address), a
+    method the route refuses is counted under the route it matched, /metrics itself not at all, and the body
+    sizes are the bodies' Content-Length."""
+    first = (await client.get("/metrics")).text
+    assert (await client.get(f"/v1/no-such-route/{secrets.token_hex(4)}", headers=tenant.agent)).status_code == 404
+    assert (await client.delete("/v1/users/m/items/batch", headers=tenant.agent)).status_code == 405
+    r = await client.post("/v1/users/m/items", json={"type": "fact", "content": "sized"}, headers=tenant.agent)
+    assert r.status_code == 201
+    sent, got = len(r.request.content), len(r.content)
+    after = (await client.get("/metrics")).text
+    requests = ("http_requests_total", "handler", "method", "status")
+    assert moved(samples(first, *requests), samples(after, *requests)) == {
+        ("none", "GET", "404"): 1,
+        ("/v1/users/{user_id}/items/batch", "DELETE", "405"): 1,
+        ("/v1/users/{user_id}/items", "POST", "201"): 1,
+    }
+    route = ("/v1/users/{user_id}/items",)
+    for name, size in (("http_request_size_bytes_sum", sent), ("http_response_size_bytes_sum", got)):
+        assert moved(samples(first, name, "handler"), samples(after, name, "handler")).get(route) == size
+    fine = samples(after, "http_request_duration_highr_seconds_count")[()] - samples(
+        first, "http_request_duration_highr_seconds_count"
+    ).get((), 0.0)
+    assert fine == 3
 
 
 async def test_window_metrics_describe_the_windows_served(client: httpx.AsyncClient, tenant: TenantKeys) -> None:
