@@ -27,9 +27,18 @@ from service.tokenizer import Tokenizer
 log = logging.getLogger("ctxmem.db")
 
 
-def get_db(request: Request) -> Database:
+# The dependencies that only read the app's state are ``async def``: FastAPI runs a plain ``def`` dependency
+# in its thread pool, a hand-off to a thread and back for every request (visible in a py-spy profile of
+# bench.window --http as the threads' Condition waits).
+
+
+def database_of(request: Request) -> Database:
     db: Database = request.app.state.db
     return db
+
+
+async def get_db(request: Request) -> Database:
+    return database_of(request)
 
 
 async def get_session(request: Request) -> AsyncIterator[AsyncSession]:
@@ -40,7 +49,7 @@ async def get_session(request: Request) -> AsyncIterator[AsyncSession]:
     (service/db/positions.py): the response's ``X-Ctxmem-Commit-Lsn``, and this process's memory of the
     user's last write, which its later reads must see. A replayed idempotent write gets the position now,
     which is past the first one's."""
-    db = get_db(request)
+    db = database_of(request)
     positions: CommitPositions | None = getattr(request.app.state, "commit_positions", None)
     async with db.sessionmaker() as session:
         try:
@@ -73,17 +82,17 @@ async def _note_position(request: Request, db: Database, positions: CommitPositi
         positions.note(principal.tenant_id, request.path_params.get("user_id"), lsn)
 
 
-def get_settings_dep(request: Request) -> Settings:
+async def get_settings_dep(request: Request) -> Settings:
     settings: Settings = request.app.state.settings
     return settings
 
 
-def get_clock(request: Request) -> Clock:
+async def get_clock(request: Request) -> Clock:
     clock: Clock = request.app.state.clock
     return clock
 
 
-def get_tokenizer(request: Request) -> Tokenizer:
+async def get_tokenizer(request: Request) -> Tokenizer:
     tokenizer: Tokenizer = request.app.state.tokenizer
     return tokenizer
 
