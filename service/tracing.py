@@ -22,7 +22,6 @@ from __future__ import annotations
 import atexit
 import contextlib
 import contextvars
-import functools
 import inspect
 import logging
 import os
@@ -145,13 +144,14 @@ def span(name: str, attributes: Mapping[str, str | int | float | bool] | None = 
 
 def traced(name: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
     """Decorate a step (a plain or an ``async`` function) to run in a child span ``name`` while tracing is on.
-    Off, the wrapper reads one context variable and calls through."""
+    Off, the wrapper reads one context variable and calls through. Decorating is cheap too (no
+    ``functools.wraps``, no typing subscripts at run time): a function defined per call may use it."""
 
     def decorate(fn: Callable[P, R]) -> Callable[P, R]:
-        if inspect.iscoroutinefunction(fn):
-            step = cast(Callable[P, Awaitable[Any]], fn)
+        code = getattr(fn, "__code__", None)
+        if code is not None and code.co_flags & inspect.CO_COROUTINE:
+            step = cast("Callable[P, Awaitable[Any]]", fn)
 
-            @functools.wraps(fn)
             async def run_async(*args: P.args, **kwargs: P.kwargs) -> Any:
                 tracer = _TRACER.get()
                 if tracer is None:
@@ -159,9 +159,8 @@ def traced(name: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
                 with tracer.start_as_current_span(name, record_exception=False):
                     return await step(*args, **kwargs)
 
-            return cast(Callable[P, R], run_async)
+            return _named(cast("Callable[P, R]", run_async), fn)
 
-        @functools.wraps(fn)
         def run(*args: P.args, **kwargs: P.kwargs) -> R:
             tracer = _TRACER.get()
             if tracer is None:
@@ -169,9 +168,17 @@ def traced(name: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
             with tracer.start_as_current_span(name, record_exception=False):
                 return fn(*args, **kwargs)
 
-        return run
+        return _named(run, fn)
 
     return decorate
+
+
+def _named(wrapper: Callable[P, R], fn: Callable[P, R]) -> Callable[P, R]:
+    wrapper.__name__ = getattr(fn, "__name__", "step")
+    wrapper.__qualname__ = getattr(fn, "__qualname__", wrapper.__name__)
+    wrapper.__doc__ = fn.__doc__
+    wrapper.__wrapped__ = fn  # type: ignore[attr-defined]
+    return wrapper
 
 
 def current_tracer() -> Tracer | None:
@@ -216,8 +223,12 @@ class TraceRequests:
         # The dependencies put the authenticated principal in request.state, i.e. this dict.
         state = scope.setdefault("state", {})
 
+        answered = False
+
         async def sending(message: Message) -> None:
+            nonlocal answered
             if message["type"] == "http.response.start":
+                answered = True
                 self._answered(span, method, scope, state, message["status"])
             await send(message)
 
@@ -226,6 +237,8 @@ class TraceRequests:
             with self._use_span(span, end_on_exit=False, record_exception=False, set_status_on_exception=False):
                 await self.app(scope, receive, sending)
         except BaseException as exc:
+            if not answered:  # Starlette's outermost handler answers it with a 500
+                self._answered(span, method, scope, state, 500)
             span.set_attribute("error.type", type(exc).__qualname__)
             span.set_status(self._error)
             raise

@@ -300,6 +300,33 @@ async def test_off_nothing_is_exported_and_the_steps_call_straight_through(
     assert collector.requests == []
 
 
+async def test_a_failure_is_an_error_span_without_its_message_and_a_404_has_no_route(
+    settings: Settings, db: Database, vectors: VectorRecall, collector: Collector
+) -> None:
+    app = create_app(settings.replace(otel_endpoint=collector.url), database=db, vectors=vectors)
+    secret = f"do-not-export-{secrets.token_hex(4)}"
+
+    @app.get("/_test/tracing-boom/{part}")
+    async def boom(part: str) -> None:
+        raise RuntimeError(secret)
+
+    try:
+        async with serving(app) as client:
+            assert (await client.get(f"/_test/tracing-boom/{secret}")).status_code == 500
+            assert (await client.get(f"/_test/nowhere/{secret}")).status_code == 404
+    finally:
+        app.router.routes.pop()
+    servers = {s.attributes.get("http.route"): s for s in collector.spans() if s.kind == ProtoSpan.SPAN_KIND_SERVER}
+    failed = servers["/_test/tracing-boom/{part}"]
+    assert failed.name == "GET /_test/tracing-boom/{part}" and failed.status == 2  # STATUS_CODE_ERROR
+    assert failed.attributes["error.type"] == "RuntimeError"
+    assert failed.attributes["http.response.status_code"] == 500
+    missing = servers[None]
+    assert missing.name == "GET" and missing.attributes["http.response.status_code"] == 404
+    assert missing.status == 0 and "error.type" not in missing.attributes  # a 4xx is the client's, not an error
+    assert all(secret.encode() not in raw for raw in collector.bodies)  # not the message, not the raw path
+
+
 def test_the_endpoint_comes_from_ours_then_the_standard_variables(settings: Settings) -> None:
     ours = settings.replace(otel_endpoint="http://collector:4318")
     assert traces_endpoint(ours, {}) == ("http://collector:4318/v1/traces", "CTXMEM_OTEL_ENDPOINT")
