@@ -24,7 +24,7 @@ from service.db import migrate
 from service.db.embedded import resolve_database_url
 from service.db.engine import Database, create_database
 from service.db.locks import OUTBOX_LEADER_LOCK, SessionLock
-from service.db.positions import CommitPositions, PositionHeaders
+from service.db.positions import PositionHeaders, commit_positions
 from service.db.replicas import ReplicaMetrics, build_replicas
 from service.docs import install_docs
 from service.errors import install_error_handlers
@@ -83,7 +83,7 @@ def create_app(
         app.state.db = db
         replicas = build_replicas(settings, replica_metrics)
         app.state.replicas = replicas
-        app.state.commit_positions = CommitPositions() if replicas is not None else None
+        app.state.commit_positions = commit_positions() if replicas is not None else None
         stop = asyncio.Event()
         worker_task = None
         listener = None

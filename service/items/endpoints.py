@@ -51,8 +51,8 @@ async def create_item(
     ctx: ContextDep,
     idem: IdempotencyDep,
 ) -> Response:
-    (item,) = await service.create_items(ctx, user_id=user_id, items=[body], batch=False)
-    return await idem.respond(item, 201)
+    written = await service.write_items(ctx, user_id=user_id, items=[body], batch=False)
+    return await idem.respond_bytes(written.read_json(0), 201)
 
 
 @router.post("/batch", status_code=201, response_model=ItemBatchResult, summary="Write up to 1,000 items at once")
@@ -62,8 +62,8 @@ async def create_batch(
     ctx: ContextDep,
     idem: IdempotencyDep,
 ) -> Response:
-    items = await service.create_items(ctx, user_id=user_id, items=body.items, batch=True)
-    return await idem.respond(ItemBatchResult(items=items), 201)
+    written = await service.write_items(ctx, user_id=user_id, items=body.items, batch=True)
+    return await idem.respond_bytes(written.batch_json(), 201)
 
 
 @router.get("", response_model=ItemPage, summary="List a user's items")

@@ -65,6 +65,28 @@ def test_count_many_equals_count_one_by_one(o200k: Tokenizer) -> None:
     assert o200k.count_many([]) == []
 
 
+def test_count_many_encodes_a_repeated_text_once(o200k: Tokenizer, monkeypatch: pytest.MonkeyPatch) -> None:
+    encoding = o200k._encoding
+    assert encoding is not None
+    seen: list[str] = []
+    real = encoding.encode_ordinary
+
+    def spy(text: str) -> list[int]:
+        seen.append(text)
+        return real(text)
+
+    monkeypatch.setattr(encoding, "encode_ordinary", spy)
+    assert o200k.count_many(["hello world", "我们", "hello world", "", "我们"]) == [2, 1, 2, 0, 1]
+    assert seen == ["hello world", "我们", ""]
+
+
+def test_the_encoding_keeps_no_python_copy_of_its_ranks(o200k: Tokenizer) -> None:
+    # ~26 MB of resident memory: the Rust core has its own copy, and counts stay exact without it.
+    assert o200k._encoding is not None
+    assert o200k._encoding._mergeable_ranks == {}
+    assert o200k.count("The user prefers managed services because the operations team is small.") == 12
+
+
 def test_cl100k_counts_known_strings(tmp_path: Path) -> None:
     cl100k = build_tokenizer("cl100k_base", cache_dir=tmp_path)
     assert (cl100k.name, cl100k.exact) == ("cl100k_base", True)
