@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 import uuid
 from collections.abc import Awaitable, Callable
@@ -138,7 +139,19 @@ def cmd_serve(args: argparse.Namespace) -> int:
     # the embedded PostgreSQL open until the last one has stopped.
     export_settings(settings)
     common["http"] = "service.workers:Protocol"
-    uvicorn.run("service.workers:create_worker_app", factory=True, workers=workers, **common)
+    shared = None
+    if settings.database.replica_urls:
+        # Read-your-writes across the workers: each notes a write's commit position where the others read
+        # it (service/db/positions.py), so a user's read waits for the user's write whichever worker took it.
+        from service.db.positions import SHARED_POSITIONS_ENV, SharedCommitPositions
+
+        shared = SharedCommitPositions.create()
+        os.environ[SHARED_POSITIONS_ENV] = str(shared)
+    try:
+        uvicorn.run("service.workers:create_worker_app", factory=True, workers=workers, **common)
+    finally:
+        if shared is not None:
+            shared.unlink(missing_ok=True)
     return 0
 
 

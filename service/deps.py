@@ -17,7 +17,7 @@ from service.auth.service import Principal, authenticate
 from service.clock import Clock
 from service.context import RequestContext
 from service.db.engine import Database
-from service.db.positions import COMMIT_HEADER, LSN_PATTERN, CommitPositions, current_position, parse_lsn, wrote
+from service.db.positions import COMMIT_HEADER, LSN_PATTERN, Positions, current_position, parse_lsn, wrote
 from service.db.replicas import REPLICA_ERRORS, Reads
 from service.errors import ReplayedResponse
 from service.outage import reason
@@ -50,7 +50,7 @@ async def get_session(request: Request) -> AsyncIterator[AsyncSession]:
     user's last write, which its later reads must see. A replayed idempotent write gets the position now,
     which is past the first one's."""
     db = database_of(request)
-    positions: CommitPositions | None = getattr(request.app.state, "commit_positions", None)
+    positions: Positions | None = getattr(request.app.state, "commit_positions", None)
     async with db.sessionmaker() as session:
         try:
             yield session
@@ -69,7 +69,7 @@ async def get_session(request: Request) -> AsyncIterator[AsyncSession]:
             await _note_position(request, db, positions)
 
 
-async def _note_position(request: Request, db: Database, positions: CommitPositions) -> None:
+async def _note_position(request: Request, db: Database, positions: Positions) -> None:
     try:
         lsn = await current_position(db)
     except REPLICA_ERRORS as exc:
@@ -221,7 +221,7 @@ async def get_reads(
     replicas = getattr(request.app.state, "replicas", None)
     if replicas is None:
         return Reads(None)
-    positions: CommitPositions = request.app.state.commit_positions
+    positions: Positions = request.app.state.commit_positions
     needed = positions.needed(principal.tenant_id, user_id)
     if commit_lsn is not None:
         needed = max(needed, parse_lsn(commit_lsn))

@@ -159,8 +159,9 @@ class DatabaseSettings(_Group):
     unavailable_retry_after_seconds: int = Field(2, ge=1, le=3600)
     # Streaming replicas of ``url`` that windows and searches read from (service/db/replicas.py), comma-
     # separated in the environment. A replica serves a read only once it has replayed the commit the read
-    # must see (the caller's X-Ctxmem-Commit-Lsn, else the user's last write in this process), waiting up to
-    # replica_wait_seconds for it, and only while it is at most replica_max_lag_seconds behind the primary;
+    # must see (the caller's X-Ctxmem-Commit-Lsn, else the user's last write through this server, any of its
+    # workers), waiting up to replica_wait_seconds for it, and only while it is at most replica_max_lag_seconds
+    # behind the primary;
     # otherwise, or when it fails, the primary serves the read.
     replica_urls: Annotated[list[str], NoDecode] = Field(default_factory=list)
     replica_max_lag_seconds: float = Field(1.0, ge=0, le=3600)

@@ -1,7 +1,7 @@
 """Commit positions for read-your-writes with streaming replicas: a write's WAL position (LSN) after its
-commit, told to the client (``X-Ctxmem-Commit-Lsn``) and remembered per user by the process; a read sends
-it back (or the process's memory applies) and is served only by a replica that has replayed it
-(service/db/replicas.py).
+commit, told to the client (``X-Ctxmem-Commit-Lsn``) and remembered per user by the server (its workers
+share that memory: ``SharedCommitPositions``); a read sends it back (or the server's memory applies) and is
+served only by a replica that has replayed it (service/db/replicas.py).
 
 The position is read with ``pg_current_wal_insert_lsn()`` on the primary *after* the commit returned, not
 inside the writing transaction: inside, the commit record is not written yet, so a replica could reach
@@ -12,10 +12,16 @@ a read then waits for a little more than it needs, never for less."""
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
 import logging
+import mmap
+import os
 import re
+import tempfile
 from collections import OrderedDict
-from typing import Any
+from pathlib import Path
+from typing import Any, Protocol
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -74,6 +80,88 @@ class CommitPositions:
 
     def needed(self, tenant_id: str, user_id: str) -> int:
         return max(self._last.get((tenant_id, user_id), 0), self._last.get((tenant_id, None), 0), self.floor)
+
+
+class Positions(Protocol):
+    """What the session dependency notes after a write and the replica reads ask before one."""
+
+    def note(self, tenant_id: str, user_id: str | None, lsn: int) -> None: ...
+
+    def needed(self, tenant_id: str, user_id: str) -> int: ...
+
+
+# ``ctxmem serve --workers N``: the file the workers share their positions through (service/cli.py makes it).
+SHARED_POSITIONS_ENV = "CTXMEM_SERVE_SHARED_POSITIONS"
+# Slots of the shared file: 8 bytes each, 512 KiB in all.
+SHARED_SLOTS = 65_536
+
+
+class SharedCommitPositions:
+    """The positions of every process of one ``ctxmem serve --workers N``, so that a user's read sees the
+    user's write whichever worker took each (without the client sending ``X-Ctxmem-Commit-Lsn`` back).
+
+    A file of ``slots`` 64-bit slots mapped by every worker: a key — (tenant, user), or (tenant, none) for
+    a write that is not one user's — hashes to one slot, which holds the largest position noted for any
+    key that hashes there. Two keys sharing a slot only make a read wait for a later position than its own
+    (the replica is at most a moment further behind), never for an earlier one: no write is missed, and
+    there is nothing to forget. Updates and reads hold ``flock`` on the file (a read-modify-write of a slot
+    must not lose a concurrent larger one, and a read must not see half of an update)."""
+
+    def __init__(self, path: str | Path, *, slots: int = SHARED_SLOTS) -> None:
+        self.path = Path(path)
+        self._fd = os.open(self.path, os.O_RDWR)
+        size = os.fstat(self._fd).st_size
+        if size < slots * 8:
+            os.close(self._fd)
+            raise ValueError(f"{self.path} holds {size} bytes, not the {slots * 8} bytes of {slots} slots")
+        self._slots = slots
+        self._map = mmap.mmap(self._fd, slots * 8)
+        self._view = memoryview(self._map).cast("Q")
+
+    @staticmethod
+    def create(directory: str | Path | None = None, *, slots: int = SHARED_SLOTS) -> Path:
+        """A new zeroed file for ``slots`` slots (in shared memory where the system has it); the caller
+        removes it when the last worker has stopped."""
+        where = directory if directory is not None else ("/dev/shm" if Path("/dev/shm").is_dir() else None)  # noqa: S108
+        fd, name = tempfile.mkstemp(prefix="ctxmem-positions-", dir=where)
+        try:
+            os.ftruncate(fd, slots * 8)
+        finally:
+            os.close(fd)
+        return Path(name)
+
+    def _slot(self, tenant_id: str, user_id: str | None) -> int:
+        key = f"{tenant_id}\x00{user_id if user_id is not None else chr(0)}".encode()
+        return int.from_bytes(hashlib.blake2b(key, digest_size=8).digest(), "little") % self._slots
+
+    def note(self, tenant_id: str, user_id: str | None, lsn: int) -> None:
+        i = self._slot(tenant_id, user_id)
+        fcntl.flock(self._fd, fcntl.LOCK_EX)
+        try:
+            if self._view[i] < lsn:
+                self._view[i] = lsn
+        finally:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+
+    def needed(self, tenant_id: str, user_id: str) -> int:
+        mine, tenants = self._slot(tenant_id, user_id), self._slot(tenant_id, None)
+        fcntl.flock(self._fd, fcntl.LOCK_SH)
+        try:
+            return max(self._view[mine], self._view[tenants])
+        finally:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+
+    def close(self) -> None:
+        self._view.release()
+        self._map.close()
+        os.close(self._fd)
+
+
+def commit_positions() -> Positions:
+    """This process's memory of commit positions: shared with the other workers of ``ctxmem serve --workers
+    N`` (``SHARED_POSITIONS_ENV``), else its own."""
+    shared = os.environ.get(SHARED_POSITIONS_ENV)
+    return SharedCommitPositions(shared) if shared else CommitPositions()
 
 
 _WROTE_SQL = "SELECT pg_current_xact_id_if_assigned() IS NOT NULL"

@@ -20,6 +20,7 @@ from typing import Any
 
 import asyncpg
 import httpx
+import psutil
 import pytest
 from prometheus_client import CollectorRegistry
 from sqlalchemy import text
@@ -29,12 +30,13 @@ from service.clock import Clock
 from service.context import RequestContext
 from service.db import migrate
 from service.db.engine import Database, create_database
-from service.db.positions import COMMIT_HEADER, SOURCE_HEADER, parse_lsn
+from service.db.positions import COMMIT_HEADER, SHARED_POSITIONS_ENV, SOURCE_HEADER, parse_lsn
 from service.db.replicas import ReplicaMetrics, build_replicas
 from service.settings import Settings
 from service.tokenizer import build_tokenizer
 from tests.conftest import TenantKeys, make_tenant
 from tests.proof.live import LiveServer, start_server
+from tests.proof.test_workers import served_by, until_workers
 from tests.service.db.replication import Cluster, Unavailable, cluster
 
 WAIT = 0.3  # CTXMEM_DATABASE_REPLICA_WAIT_SECONDS of both servers
@@ -344,3 +346,85 @@ async def test_a_read_that_fails_on_the_replica_runs_again_on_the_primary(setup:
         await replicas.dispose()
     assert metrics.reads.labels("failed")._value.get() == 2
     assert metrics.reads.labels("replica")._value.get() == 0
+
+
+async def _client_on_each_worker(server: LiveServer, keys: TenantKeys) -> dict[int, httpx.AsyncClient]:
+    """A keep-alive client on each of the server's two workers: clients are opened one at a time until two
+    of them are held by different workers (which worker holds a connection: the operating system's view
+    of its sockets, as in tests/proof/test_workers.py). The clients that are not returned are closed."""
+    pids = await until_workers(server)
+    assert len(pids) == 2, server.log_tail()
+    port = int(server.base_url.rsplit(":", 1)[1])
+    me = psutil.Process()
+
+    def mine() -> set[int]:
+        return {c.laddr.port for c in me.net_connections(kind="tcp") if c.raddr and c.raddr.port == port}
+
+    on: dict[int, httpx.AsyncClient] = {}
+    spare: list[httpx.AsyncClient] = []
+    try:
+        for _ in range(40):
+            before = mine()
+            client = httpx.AsyncClient(base_url=server.base_url, headers=keys.agent, timeout=30)
+            assert (await client.get("/healthz")).status_code == 200
+            (local,) = mine() - before
+            (pid,) = [p for p, held in served_by(pids, port).items() if local in held]
+            if pid in on:
+                spare.append(client)
+            else:
+                on[pid] = client
+            if len(on) == 2:
+                return on
+        raise AssertionError(f"one worker took every connection: {sorted(on)}")
+    finally:
+        await asyncio.gather(*(c.aclose() for c in spare))
+        if len(on) < 2:
+            await asyncio.gather(*(c.aclose() for c in on.values()))
+
+
+async def test_with_two_workers_a_write_on_one_is_waited_for_by_a_read_on_the_other(
+    setup: Setup, tmp_path: Path
+) -> None:
+    """``ctxmem serve --workers 2``: the worker that commits a write notes its position where the other reads
+    it (service/db/positions.py, a file both map), so a read of that user on the other worker — the client
+    sends no position back — waits for the replica and then reads the primary; another user's read on the
+    same worker is still the replica's."""
+    server = await asyncio.to_thread(
+        start_server,
+        setup.cluster.primary.url(),
+        tmp_path / "two-workers",
+        workers=2,
+        CTXMEM_DATABASE_REPLICA_URLS=setup.cluster.replica.url(),
+        CTXMEM_DATABASE_REPLICA_WAIT_SECONDS=str(WAIT),
+        CTXMEM_DATABASE_REPLICA_MAX_LAG_SECONDS="60",
+        CTXMEM_RATE_LIMIT_PER_SECOND="0",
+        CTXMEM_VECTOR_BACKEND="off",
+        CTXMEM_TOKENIZER="estimate",
+    )
+    user, other = f"u-{secrets.token_hex(4)}", f"u-{secrets.token_hex(4)}"
+    try:
+        clients = await _client_on_each_worker(server, setup.keys)
+        (writer, reader) = clients.values()
+        try:
+            async with replay_paused(setup.cluster):
+                r = await writer.post(
+                    f"/v1/users/{user}/items",
+                    json={"type": "fact", "content": "Deploys happen on Tuesdays only.", "source": "user"},
+                )
+                assert r.status_code == 201, r.text
+                body = {"input": "What do we know?", "max_tokens": 2000}
+                w = await reader.post(f"/v1/users/{user}/window", json=body)
+                assert w.status_code == 200, w.text
+                assert w.headers[SOURCE_HEADER] == "primary; fallback=behind"
+                assert "Deploys happen on Tuesdays only." in w.json()["text"]
+                elsewhere = await reader.post(f"/v1/users/{other}/window", json=body)
+                assert elsewhere.headers[SOURCE_HEADER] == "replica"
+        finally:
+            await asyncio.gather(*(c.aclose() for c in clients.values()))
+        files = {psutil.Process(pid).environ().get(SHARED_POSITIONS_ENV) for pid in clients}
+        assert len(files) == 1 and None not in files, files  # one file, handed to both workers
+        (shared,) = files
+        assert shared is not None and Path(shared).is_file()
+    finally:
+        await asyncio.to_thread(server.stop)
+    assert not Path(shared).exists()  # removed once the last worker stopped
