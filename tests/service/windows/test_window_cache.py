@@ -68,14 +68,17 @@ def windows(db: Database, app: FastAPI, settings: Settings, tenant: TenantKeys) 
     return Windows(db, app, settings, tenant)
 
 
-async def seed(client: httpx.AsyncClient, tenant: TenantKeys) -> None:
+async def seed(client: httpx.AsyncClient, tenant: TenantKeys, *, tool_expires_at: datetime | None = None) -> None:
+    tool: dict[str, Any] = {"type": "tool_result", "content": '{"qps": 50000, "p99_ms": 12}', "source": "tool"}
+    if tool_expires_at is not None:
+        tool["expires_at"] = tool_expires_at.isoformat()
     items = [
         {"type": "constraint", "content": "Don't recommend Redis Cluster.", "hard": True, "source": "user"},
         {"type": "fact", "content": "The ops team is small (2 people).", "source": "user"},
         {"type": "fact", "content": "budget is 300", "key": "budget", "value": 300, "source": "user"},
         {"type": "decision", "content": "We use PostgreSQL 17.", "source": "user"},
         {"type": "goal", "content": "Pick a cache for session data", "source": "user"},
-        {"type": "tool_result", "content": '{"qps": 50000, "p99_ms": 12}', "source": "tool"},
+        tool,
         {"type": "fact", "content": "only in session s1", "scope": "session", "session_id": "s1"},
         {"type": "fact", "content": "only in session s2", "scope": "session", "session_id": "s2"},
     ] + [{"type": "episode", "content": f"turn {i}: compared caches " + "latency words " * 20} for i in range(12)]
@@ -208,8 +211,10 @@ async def test_a_change_that_leaves_updated_at_alone_is_seen(
 async def test_an_item_passing_its_expiry_is_seen(
     client: httpx.AsyncClient, tenant: TenantKeys, windows: Windows
 ) -> None:
-    await seed(client, tenant)  # the tool result expires 30 minutes after now
-    now = Clock().now()
+    # Windows asked at noon UTC tomorrow (no midnight, when values' ages change and every entry is renewed, in
+    # the next 31 minutes, whatever time the test runs at), the tool result expiring 30 minutes after it.
+    now = (Clock().now() + timedelta(days=1)).replace(hour=12, minute=0, second=0, microsecond=0)
+    await seed(client, tenant, tool_expires_at=now + timedelta(minutes=30))
     before, _ = await windows.pair(now=now)
     _, hit = await windows.pair(now=now + timedelta(minutes=29))
     assert hit  # nothing changed and nothing expired yet
