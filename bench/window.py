@@ -1,7 +1,8 @@
 """Window assembly benchmark (docs/design.md §6): a user with 1,000 items and 200 profile entries.
 
 Reports the service time of ``POST /window``'s work (p50/p99 over ``--calls`` calls, in process, one
-session per call as in a request) beside a raw asyncpg fetch of the same rows measured in the same run,
+session per call of the reads pool, as the route reads: service/db/engine.py) beside a raw asyncpg fetch of
+the same rows measured in the same run (outside a transaction, as the window reads them),
 and optionally (``--http``) latency over real HTTP: ``ctxmem serve --workers W`` for each W of ``--workers``
 (default 1, 2 and the machine's cores; one worker uses the embedded Qdrant Edge index, more the pgvector
 table, filled with the same points), each with 50 closed-loop clients and then an open loop at
@@ -247,7 +248,7 @@ async def main(args: argparse.Namespace) -> int:
             times: list[float] = []
             for i in range(args.calls + 50):
                 call = req.model_copy(update={"input": f"{queries[i % 64]} (turn {i})"}) if vary else req
-                async with db.sessionmaker() as s:
+                async with db.reads() as s:
                     t0 = time.perf_counter()
                     ctx = RequestContext(s, principal, run_settings, tokenizer, Clock().now(), vectors)
                     w = await build_window(ctx, user_id=user, req=call)
@@ -267,7 +268,7 @@ async def main(args: argparse.Namespace) -> int:
         recalled = 0
         for i in range(args.calls + 50):
             for query, into in ((queries[i % 64], retrieve_ms), (req.input, fixed_ms)):
-                async with db.sessionmaker() as s:
+                async with db.reads() as s:
                     t0 = time.perf_counter()
                     found = await relevance(
                         s,
@@ -302,17 +303,17 @@ async def main(args: argparse.Namespace) -> int:
                 documents=n_items,
             )
         retrieved_ids = list(found.scores)
-        raw = await asyncpg.connect(plain_url(url))
+        # As the window reads: outside a transaction, on generic plans (its reads pool, service/db/engine.py).
+        raw = await asyncpg.connect(plain_url(url), server_settings={"plan_cache_mode": "force_generic_plan"})
         raw_ms: list[float] = []
         args_sql = (tenant, user, "s-bench", "", "", "", None)
         for i in range(args.calls + 50):
             t0 = time.perf_counter()
-            async with raw.transaction():
-                rows = await raw.fetch(ITEMS_SQL, *args_sql, settings.window.recent_items)
-                more = await raw.fetch(
-                    RETRIEVED_SQL, tenant, user, retrieved_ids, Clock().now(), None, "s-bench", "", "", ""
-                )
-                entries = await raw.fetch(ENTRIES_SQL, tenant, user)
+            rows = await raw.fetch(ITEMS_SQL, *args_sql, settings.window.recent_items)
+            more = await raw.fetch(
+                RETRIEVED_SQL, tenant, user, retrieved_ids, Clock().now(), None, "s-bench", "", "", ""
+            )
+            entries = await raw.fetch(ENTRIES_SQL, tenant, user)
             dt = (time.perf_counter() - t0) * 1000
             if i >= 50:
                 raw_ms.append(dt)

@@ -219,13 +219,14 @@ async def get_reads(
     """Where this read may be served: a replica that has replayed the later of the position the client
     sent and the last one this process wrote for the user (or its tenant), else the primary."""
     replicas = getattr(request.app.state, "replicas", None)
+    primary = database_of(request)
     if replicas is None:
-        return Reads(None)
+        return Reads(None, primary=primary)
     positions: Positions = request.app.state.commit_positions
     needed = positions.needed(principal.tenant_id, user_id)
     if commit_lsn is not None:
         needed = max(needed, parse_lsn(commit_lsn))
-    return Reads(replicas, needed, request.state)
+    return Reads(replicas, needed, request.state, primary=primary)
 
 
 ReadsDep = Annotated[Reads, Depends(get_reads)]

@@ -25,32 +25,60 @@ def plain_url(url: str) -> str:
     return parsed.set(drivername="postgresql").render_as_string(hide_password=False)
 
 
+# A session of a reads pool says so in its ``info``: its statements run on generic plans already and outside
+# a transaction (service/windows/repository.py's prefer_generic_plans then sends nothing).
+READS = "ctxmem_reads"
+
+
 @dataclass
 class Database:
-    """One engine and one session factory for the process; built in the app's lifespan or a CLI command."""
+    """One engine and one session factory for the process; built in the app's lifespan or a CLI command.
+
+    ``reads``: sessions of a second pool for the reads that write nothing (windows and searches,
+    service/db/replicas.py's ``Reads``): autocommit — each statement its own snapshot, as in the
+    READ COMMITTED transaction it replaces — on connections that run prepared statements on their generic
+    plan (``plan_cache_mode`` set when the connection is made). Such a read sends no ``BEGIN``, ``SET LOCAL``
+    or ``COMMIT``: three round trips of a window's seven. A replica's Database is made of such a pool alone."""
 
     url: str
     engine: AsyncEngine
     sessionmaker: async_sessionmaker[AsyncSession]
+    reads: async_sessionmaker[AsyncSession]
     _embedded: Any = field(default=None, repr=False)
 
     async def dispose(self) -> None:
         await self.engine.dispose()
+        reads_engine = self.reads.kw.get("bind")
+        if reads_engine is not None and reads_engine is not self.engine:
+            await reads_engine.dispose()
 
 
-def create_database(url: str, settings: Settings, *, embedded: Any = None) -> Database:
-    engine = create_async_engine(
+def _engine(url: str, settings: Settings, *, reads: bool) -> AsyncEngine:
+    server_settings = {"application_name": "ctxmem-reads" if reads else "ctxmem"}
+    options: dict[str, Any] = {}
+    if reads:
+        server_settings["plan_cache_mode"] = "force_generic_plan"
+        options["isolation_level"] = "AUTOCOMMIT"
+    return create_async_engine(
         async_url(url),
         pool_size=settings.database.pool_size,
         max_overflow=settings.database.max_overflow,
         pool_pre_ping=False,
-        connect_args={
-            "server_settings": {"application_name": "ctxmem"},
-            "timeout": settings.database.connect_timeout_seconds,
-        },
+        connect_args={"server_settings": server_settings, "timeout": settings.database.connect_timeout_seconds},
+        **options,
     )
+
+
+def create_database(url: str, settings: Settings, *, embedded: Any = None, reads_only: bool = False) -> Database:
+    """The process's engine for ``url`` and, beside it, its pool for reads (``reads_only``: the reads pool
+    alone, for a replica). No connection is made until one is used."""
+    reads_engine = _engine(url, settings, reads=True)
+    engine = reads_engine if reads_only else _engine(url, settings, reads=False)
     factory = async_sessionmaker(engine, expire_on_commit=False, autoflush=False)
-    return Database(url=url, engine=engine, sessionmaker=factory, _embedded=embedded)
+    reads = async_sessionmaker(reads_engine, expire_on_commit=False, autoflush=False, info={READS: True})
+    if reads_only:
+        factory = reads
+    return Database(url=url, engine=engine, sessionmaker=factory, reads=reads, _embedded=embedded)
 
 
 @contextlib.asynccontextmanager

@@ -137,10 +137,15 @@ class Replicas:
             await r.db.dispose()
 
     async def read(
-        self, ctx: RequestContext, *, needed: int, work: Callable[[RequestContext], Awaitable[T]]
+        self,
+        ctx: RequestContext,
+        *,
+        needed: int,
+        work: Callable[[RequestContext], Awaitable[T]],
+        primary: Callable[[RequestContext], Awaitable[T]] | None = None,
     ) -> tuple[T, str]:
-        """``work`` run on a replica that has replayed ``needed``, else on ``ctx`` (the primary), with where
-        it ran: ``replica`` or ``primary; fallback=behind|lagging|failed``."""
+        """``work`` run on a replica that has replayed ``needed``, else ``primary`` (default: ``work`` on ``ctx``,
+        the primary), with where it ran: ``replica`` or ``primary; fallback=behind|lagging|failed``."""
         started = time.monotonic()
         chosen, outcome = await self._choose(needed)
         if self.metrics is not None:
@@ -155,7 +160,7 @@ class Replicas:
                 chosen.replica.failed(exc)
                 outcome = "failed"
         self._count(outcome)
-        return await work(ctx), f"primary; fallback={outcome}"
+        return await (primary or work)(ctx), f"primary; fallback={outcome}"
 
     def _count(self, outcome: str) -> None:
         if self.metrics is not None:
@@ -238,24 +243,34 @@ def build_replicas(settings: Settings, metrics: ReplicaMetrics | None = None) ->
     for url in urls:
         parsed = make_url(url)
         name = f"{parsed.host or parsed.query.get('host') or 'local'}:{parsed.port or 5432}"
-        replicas.append(Replica(name, create_database(url, settings)))
+        replicas.append(Replica(name, create_database(url, settings, reads_only=True)))
     return Replicas(replicas, settings, metrics)
 
 
 @dataclass(frozen=True)
 class Reads:
     """Where one request's read may be served: ``replicas`` (None: none configured, the primary), the commit
-    position it must see, and the request's state, which gets the ``read_source`` its response names."""
+    position it must see, the request's state, which gets the ``read_source`` its response names, and the
+    primary's ``Database``, whose reads pool serves it on the primary (None: on the request's own session)."""
 
     replicas: Replicas | None
     needed: int = 0
     state: Any = None
+    primary: Database | None = None
 
     async def run(self, ctx: RequestContext, work: Callable[[RequestContext], Awaitable[T]]) -> T:
-        """``work`` on a fit replica, else on the primary (``ctx``)."""
+        """``work`` on a fit replica, else on the primary: a session of its reads pool (``Database.reads``).
+        The read writes nothing and needs nothing uncommitted of the request's own transaction."""
+
+        async def on_primary_reads(c: RequestContext) -> T:
+            if self.primary is None:
+                return await work(c)
+            async with self.primary.reads() as session:
+                return await work(dataclasses.replace(c, session=session))
+
         if self.replicas is None:
-            return await work(ctx)
-        result, source = await self.replicas.read(ctx, needed=self.needed, work=work)
+            return await on_primary_reads(ctx)
+        result, source = await self.replicas.read(ctx, needed=self.needed, work=work, primary=on_primary_reads)
         self._served(source)
         return result
 

@@ -13,7 +13,7 @@ import asyncpg
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from scoring.scopes import EVERYWHERE, INSTANCE_SCOPES
-from service.db.engine import driver_connection
+from service.db.engine import READS, driver_connection
 from service.db.models import SCOPED_ITEM, STANDING_ITEM, active_sql
 
 
@@ -184,7 +184,12 @@ async def prefer_generic_plans(session: AsyncSession) -> None:
 
     The window reads on the driver connection, which SQLAlchemy has not begun a transaction on unless
     something ran through it first (the API key's lookup does): then the setting goes through SQLAlchemy,
-    which begins one (else SET LOCAL would hold for nothing), and the session's commit or rollback ends it."""
+    which begins one (else SET LOCAL would hold for nothing), and the session's commit or rollback ends it.
+
+    A session of the reads pool (``Database.reads``) needs none of it: its connections run on generic plans
+    from the start, outside a transaction."""
+    if session.info.get(READS):
+        return
     driver = await driver_connection(session)
     if driver.is_in_transaction():
         await driver.execute(_GENERIC_PLANS)

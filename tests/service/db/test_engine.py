@@ -9,7 +9,15 @@ from collections.abc import AsyncIterator
 import pytest
 from sqlalchemy import text
 
-from service.db.engine import Database, async_url, create_database, driver_connection, plain_url, session_scope
+from service.db.engine import (
+    READS,
+    Database,
+    async_url,
+    create_database,
+    driver_connection,
+    plain_url,
+    session_scope,
+)
 from service.settings import Settings
 
 
@@ -43,6 +51,34 @@ async def test_the_engine_has_the_settings_pool_and_names_itself(settings: Setti
             assert session.sync_session.expire_on_commit is False
     finally:
         await database.dispose()
+
+
+async def test_the_reads_pool_runs_generic_plans_outside_a_transaction(settings: Settings) -> None:
+    """``Database.reads``: its own connections (named ``ctxmem-reads``), generic plans set when each is made,
+    autocommit — so a read there sends no BEGIN, SET LOCAL or COMMIT — while the main pool keeps PostgreSQL's
+    defaults and its transactions. A replica's Database is the reads pool alone."""
+    database = create_database(settings.database.url, settings)
+    replica = create_database(settings.database.url, settings, reads_only=True)
+    try:
+        async with database.reads() as session:
+            driver = await driver_connection(session)
+            assert await driver.fetchval("SHOW plan_cache_mode") == "force_generic_plan"
+            assert await driver.fetchval("SHOW application_name") == "ctxmem-reads"
+            assert not driver.is_in_transaction()
+            assert session.info[READS] is True
+        async with database.sessionmaker() as session:
+            driver = await driver_connection(session)
+            assert await driver.fetchval("SHOW plan_cache_mode") == "auto"
+            await session.execute(text("SELECT 1"))
+            assert driver.is_in_transaction()  # the session's transaction, once it has run something
+            assert READS not in session.info
+        async with replica.sessionmaker() as session:
+            driver = await driver_connection(session)
+            assert await driver.fetchval("SHOW plan_cache_mode") == "force_generic_plan"
+            assert not driver.is_in_transaction()
+    finally:
+        await database.dispose()
+        await replica.dispose()
 
 
 @pytest.fixture

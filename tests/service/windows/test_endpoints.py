@@ -4,8 +4,11 @@ budget it refuses, and an idempotent replay when asked for one."""
 from __future__ import annotations
 
 import secrets
+from typing import Any
 
+import asyncpg
 import httpx
+import pytest
 
 from tests.conftest import TenantKeys
 
@@ -53,3 +56,36 @@ async def test_a_window_with_an_idempotency_key_replays(client: httpx.AsyncClien
 async def test_no_key_is_401(client: httpx.AsyncClient) -> None:
     r = await client.post(url(), json={"input": "hello", "max_tokens": 200})
     assert r.status_code == 401 and r.headers["www-authenticate"] == "Bearer"
+
+
+async def test_a_window_reads_on_the_reads_pool_without_a_transaction(
+    client: httpx.AsyncClient, tenant: TenantKeys, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The window's statements run on a connection of the reads pool (service/db/engine.py): generic plans
+    from the connection's start and autocommit, so that connection is sent no BEGIN, SET LOCAL or COMMIT —
+    nothing but the window's own statements."""
+    target = url()
+    items = [{"type": "fact", "content": f"the orders replica {i} lags at night", "source": "user"} for i in range(80)]
+    r = await client.post(target.replace("/window", "/items/batch"), json={"items": items}, headers=tenant.agent)
+    assert r.status_code == 201, r.text
+    sent: list[tuple[int, str]] = []
+    execute, run = asyncpg.connection.Connection.execute, asyncpg.connection.Connection._execute
+
+    async def recorded_execute(self: Any, query: str, *args: Any, **kw: Any) -> Any:
+        sent.append((id(self), query))
+        return await execute(self, query, *args, **kw)
+
+    async def recorded_run(self: Any, query: str, *args: Any, **kw: Any) -> Any:
+        sent.append((id(self), query))
+        return await run(self, query, *args, **kw)
+
+    monkeypatch.setattr(asyncpg.connection.Connection, "execute", recorded_execute)
+    monkeypatch.setattr(asyncpg.connection.Connection, "_execute", recorded_run)
+    for turn in range(2):  # the second is served from the window cache
+        sent.clear()
+        body = {"input": f"how far behind is the orders replica? ({turn})", "max_tokens": 300}
+        w = await client.post(target, json=body, headers=tenant.agent)
+        assert w.status_code == 200, w.text
+        (reader,) = {conn for conn, query in sent if "WITH terms AS" in query}  # the lexical ranking's
+        on_reader = [query.split()[0].upper() for conn, query in sent if conn == reader]
+        assert on_reader and not {"BEGIN", "BEGIN;", "SET", "COMMIT", "COMMIT;"} & set(on_reader), on_reader
