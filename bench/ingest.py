@@ -494,6 +494,7 @@ class PathResult:
     app_cpu_s: float | None = None
     pg_cpu_s: float | None = None
     client_cpu_s: float | None = None
+    load_avg: tuple[float, float] | None = None  # the 1-minute load average at the start and at the end
 
     @property
     def items_per_s(self) -> float:
@@ -518,13 +519,23 @@ class PathResult:
             "latency_ms_p95": _round(self.percentile(95)),
             "latency_ms_max": _round(max(self.latencies_ms) if self.latencies_ms else None),
             "app_cpu_s": _round(self.app_cpu_s),
+            "app_cpu_s_per_1000_items": _round3(self.app_cpu_s * 1000 / self.items if self.app_cpu_s else None),
             "pg_cpu_s": _round(self.pg_cpu_s),
             "client_cpu_s": _round(self.client_cpu_s),
+            "load_avg_1m_start_end": self.load_avg,
         }
 
 
 def _round(value: float | None) -> float | None:
     return None if value is None else round(value, 2)
+
+
+def _round3(value: float | None) -> float | None:
+    return None if value is None else round(value, 3)
+
+
+def load_1m() -> float:
+    return round(os.getloadavg()[0], 2)
 
 
 class BenchFailure(RuntimeError):
@@ -705,18 +716,37 @@ def peak_rss_bytes(pid: int) -> int | None:
     return None
 
 
+def rss_parts(pid: int) -> dict[str, int]:
+    """The resident set by kind (Linux ``/proc/<pid>/status``, bytes): ``RssAnon`` (the heap: Python objects,
+    the tokenizer, the vector index's id tracker and payload indexes) and ``RssFile`` (mapped files: shared
+    libraries and the vector index's memory-mapped segments, which the kernel may drop and read back)."""
+    out: dict[str, int] = {}
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith(("RssAnon:", "RssFile:")):
+                key, value = line.split(":", 1)
+                out[key] = int(value.split()[0]) * 1024
+    except OSError:
+        return {}
+    return out
+
+
 class RssSampler:
-    """Samples a process's RSS every ``interval`` seconds while running (max and last)."""
+    """Samples a process's RSS every ``interval`` seconds while running (max and last), and its anonymous
+    and file-backed parts (their maxima, which need not fall in the same sample)."""
 
     def __init__(self, pid: int, interval: float = 0.05) -> None:
         self.process = psutil.Process(pid)
         self.interval = interval
         self.max_rss = 0
+        self.max_parts: dict[str, int] = {}
         self._task: asyncio.Task[None] | None = None
 
     def sample(self) -> int:
         rss = int(self.process.memory_info().rss)
         self.max_rss = max(self.max_rss, rss)
+        for key, value in rss_parts(self.process.pid).items():
+            self.max_parts[key] = max(self.max_parts.get(key, 0), value)
         return rss
 
     async def _run(self) -> None:
@@ -879,12 +909,14 @@ class Run:
             app = CpuMeter(lambda: [psutil.Process(self.proc.pid)] if self.proc else []).start()
             me, pg = CpuMeter(lambda: [psutil.Process()]).start(), self.pg_meter()
             sampler.start()
+            load_start = load_1m()
             try:
                 seconds, lat, first_body = await post_batches(client, batches, headers, self.run_id, n)
             except BenchFailure as exc:
                 raise BenchFailure(f"{exc}\nserver log (tail):\n{log_tail(log_path)}") from exc
             await sampler.stop()
             app.stop(), me.stop(), pg.stop()
+            load_end = load_1m()
             rss_after = sampler.sample()
             self.replay_ok = await replay_check(client, batches[0], headers, self.run_id, first_body)
             hwm = peak_rss_bytes(self.proc.pid)
@@ -900,6 +932,7 @@ class Run:
                 app_cpu_s=app.seconds,
                 pg_cpu_s=pg.seconds,
                 client_cpu_s=me.seconds,
+                load_avg=(load_start, load_end),
             )
         )
         say(f"service/http: {seconds:.2f} s (server ready in {startup:.1f} s)")
@@ -911,6 +944,8 @@ class Run:
             "server_rss_mb_peak_sampled": mb(sampler.max_rss),
             "server_rss_mb_after_run": mb(rss_after),
             "server_vmhwm_mb": mb(hwm),
+            "server_rss_anon_mb_peak_sampled": mb(sampler.max_parts.get("RssAnon")),
+            "server_rss_file_mb_peak_sampled": mb(sampler.max_parts.get("RssFile")),
             "target_mb": RSS_TARGET_MB,
         }
 
@@ -1128,10 +1163,19 @@ def print_report(report: dict[str, Any]) -> None:
         "\n  app cpu = the ctxmem server process (service/http) or this process (other paths)"
     )
     m = report["memory"]
+    http = next(r for r in report["results"] if r["path"] == "service/http")
+    load = http["load_avg_1m_start_end"]
+    print(
+        f"server CPU: {fmt(http['app_cpu_s_per_1000_items'], '.3f')} s per 1,000 items"
+        f" (1-minute load average {load[0] if load else '-'} at the start, {load[1] if load else '-'} at the end;"
+        " other work on the machine slows the wall time first)"
+    )
     print(
         f"server RSS: idle {fmt(m['server_rss_mb_idle'], '.0f')} MB, peak sampled under load"
-        f" {fmt(m['server_rss_mb_peak_sampled'], '.0f')} MB, VmHWM {fmt(m['server_vmhwm_mb'], '.0f')} MB"
-        f" (target ≤ {m['target_mb']} MB)"
+        f" {fmt(m['server_rss_mb_peak_sampled'], '.0f')} MB (anonymous"
+        f" {fmt(m['server_rss_anon_mb_peak_sampled'], '.0f')} MB, file-backed"
+        f" {fmt(m['server_rss_file_mb_peak_sampled'], '.0f')} MB at their peaks), VmHWM"
+        f" {fmt(m['server_vmhwm_mb'], '.0f')} MB (target ≤ {m['target_mb']} MB)"
     )
     v = report["verification"]
     replay = "ok" if v["idempotent_replay_ok"] else "FAILED"
