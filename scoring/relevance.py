@@ -2,8 +2,9 @@
 
 Relevance fuses two rankings of the user's items for the query — lexical (BM25 over the user's texts in
 PostgreSQL's full-text index) and vector (cosine similarity in the index) — and then reads conversation
-turns in context: beside their neighbours (``in_context``) and within their session (``in_session``); a
-query that names a date prefers what was observed then (``in_period``). Two fusions (``CTXMEM_FUSION``):
+turns in context: beside their neighbours (``in_context``), a question as answered by its reply
+(``answered``), and within their session (``in_session``); a query that names a date prefers what was
+observed then (``in_period``). Two fusions (``CTXMEM_FUSION``):
 
 * ``convex`` (default): a weighted sum of each ranking's min-max normalised scores, w · lexical +
   (1 - w) · vector, w the embedder's (service/vectors/embedders.py) (Bruch et al., 2023). Normalising
@@ -21,7 +22,7 @@ score of this query (0-1; 0 for items in neither ranking) multiplies an item's w
 from __future__ import annotations
 
 import re
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Collection, Hashable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TypeVar
 
@@ -114,6 +115,41 @@ def in_session(
         key: (1.0 - share) * score + share * of_session[session_of[key]] if key in session_of else score
         for key, score in scores.items()
     }
+    return normalised(out)
+
+
+# A turn that asks: its text ends in a question mark (ASCII or fullwidth), perhaps followed by closing quotes or
+# brackets (straight, curly, fullwidth, CJK corner) and spaces. The same pattern serves Python's ``re`` and
+# PostgreSQL's ``~`` (service/windows/repository.py).
+QUESTION_END = "[?\uff1f][\"'\u201d\u2019)\uff09\u300d\u300f\\s]*$"
+_QUESTION_END = re.compile(QUESTION_END)
+
+
+def asks(text: str) -> bool:
+    """Whether a turn ends in a question ("What did you make?", or in Chinese with a fullwidth question mark):
+    :func:`answered`'s test."""
+    return _QUESTION_END.search(text) is not None
+
+
+def answered(scores: dict[K, float], asking: Collection[K], replies: Mapping[K, K], *, share: float) -> dict[K, float]:
+    """A question is answered by the turn after it. A question and its reply are an adjacency pair
+    (Schegloff & Sacks, 1973, "Opening up closings"): a turn that asks shares the query's words — it asks about
+    the same thing — but seldom holds the answer, which the reply gives. So a scored question turn (in
+    ``asking``) keeps (1 - share) of its relevance and hands ``share`` of it to its reply (``replies``: a
+    question → the turn right after it in its conversation, where known), on top of what the reply has. A
+    question whose reply is unknown only keeps its (1 - share). Renormalised so the best is 1 again."""
+    if share <= 0 or not scores:
+        return scores
+    asked = [key for key in asking if key in scores]
+    if not asked:
+        return scores
+    out = dict(scores)
+    for key in asked:
+        out[key] = (1.0 - share) * scores[key]
+    for key in asked:
+        reply = replies.get(key)
+        if reply is not None and reply != key:
+            out[reply] = out.get(reply, 0.0) + share * scores[key]
     return normalised(out)
 
 

@@ -17,7 +17,17 @@ from datetime import datetime
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from scoring.relevance import convex, in_context, in_period, in_session, named_periods, normalised, rrf
+from scoring.relevance import (
+    QUESTION_END,
+    answered,
+    convex,
+    in_context,
+    in_period,
+    in_session,
+    named_periods,
+    normalised,
+    rrf,
+)
 from service.db.models import ACTIVE_STATUSES
 from service.settings import Settings
 from service.vectors.recall import VectorRecall
@@ -127,26 +137,31 @@ async def in_conversation(
 ) -> dict[str, float]:
     """Items read in their conversation and their time (scoring/relevance.py), as ``settings.recall`` says: a
     turn gains from its best neighbours (``in_context``: the neighbours of the ``context_sources`` most
-    relevant items), then leans towards its session's relevance (``in_session``); where the query names a
-    date, what was observed then is preferred (``in_period``). One round trip for all; none when all are
-    off or nothing is relevant."""
+    relevant items), a question turn hands a share of its relevance to its reply (``answered``), then a turn
+    leans towards its session's relevance (``in_session``); where the query names a date, what was observed
+    then is preferred (``in_period``). One round trip for all; none when all are off or nothing is
+    relevant."""
     r = settings.recall
     neighbours = r.context_share > 0 and r.context_reach > 0
     sessions = r.session_share > 0
+    questions = r.question_share > 0
     periods = named_periods(query) if r.period_share > 0 else []
-    if not scores or not (neighbours or sessions or periods):
+    if not scores or not (neighbours or sessions or questions or periods):
         return scores
-    best = sorted(scores, key=lambda i: (-scores[i], i))[: r.context_sources] if neighbours else []
+    best = sorted(scores, key=lambda i: (-scores[i], i))[: r.context_sources] if neighbours or questions else []
     found = await repository.conversation_context(
         session,
         tenant_id=tenant_id,
         user_id=user_id,
-        ids=list(scores) if sessions or periods else [],
+        ids=list(scores) if sessions or questions or periods else [],
         sources=best,
-        reach=r.context_reach,
+        reach=max(r.context_reach, 1) if questions else r.context_reach,
         now=now,
+        question=QUESTION_END if questions else None,
     )
-    scores = in_context(scores, found.links, share=r.context_share)
+    if neighbours:
+        scores = in_context(scores, found.links, share=r.context_share)
+    scores = answered(scores, found.asking, found.replies, share=r.question_share)
     scores = in_session(scores, found.session_of, share=r.session_share, turns=r.session_turns)
     return in_period(scores, found.observed_at, periods, share=r.period_share)
 

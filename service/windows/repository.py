@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -433,27 +433,31 @@ ORDER BY t.r DESC, t.id DESC
 
 
 # A window's conversation context, in one round trip: when each of the given items ($6) was observed and,
-# for a conversation turn, its session; and the turns just before and after each of the given sources ($3)
-# in its conversation (same user and session, episodes in observed order; only live ones count), up to $4
-# on each side, with their distance: primary-key and ix_context_item_conversation probes, never a read of a
-# session.
+# for a conversation turn, its session and whether its text matches $7 (it asks a question:
+# scoring.relevance.QUESTION_END; NULL asks nothing); and the turns just before and after each of the given
+# sources ($3) in its conversation (same user and session, episodes in observed order; only live ones count),
+# up to $4 on each side, with their distance and side: primary-key and ix_context_item_conversation probes,
+# never a read of a session.
 _CONVERSATION = f"""
 SELECT s.id::text AS source, NULL::text AS neighbour, 0::bigint AS distance,
-       CASE WHEN s.type = 'episode' THEN s.session_id END AS session_id, s.observed_at
+       CASE WHEN s.type = 'episode' THEN s.session_id END AS session_id, s.observed_at,
+       CASE WHEN s.type = 'episode' AND s.session_id IS NOT NULL THEN s.content ~ $7::text END AS asks,
+       NULL::boolean AS after
 FROM context_item s
 WHERE s.tenant_id = $1 AND s.user_id = $2 AND s.id = ANY($6::uuid[])
 UNION ALL
-SELECT s.id::text AS source, n.id::text AS neighbour, n.d AS distance, s.session_id, n.observed_at
+SELECT s.id::text AS source, n.id::text AS neighbour, n.d AS distance, s.session_id, n.observed_at,
+       NULL::boolean AS asks, n.after
 FROM context_item s
 CROSS JOIN LATERAL (
-    (SELECT c.id, c.observed_at, row_number() OVER (ORDER BY c.observed_at DESC, c.id DESC) AS d
+    (SELECT c.id, c.observed_at, row_number() OVER (ORDER BY c.observed_at DESC, c.id DESC) AS d, false AS after
      FROM context_item c
      WHERE c.tenant_id = s.tenant_id AND c.user_id = s.user_id AND c.session_id = s.session_id
        AND c.type = 'episode' AND (c.observed_at, c.id) < (s.observed_at, s.id)
        AND {active_sql("c")} AND (c.expires_at IS NULL OR c.expires_at > $5)
      ORDER BY c.observed_at DESC, c.id DESC LIMIT $4)
     UNION ALL
-    (SELECT c.id, c.observed_at, row_number() OVER (ORDER BY c.observed_at, c.id) AS d
+    (SELECT c.id, c.observed_at, row_number() OVER (ORDER BY c.observed_at, c.id) AS d, true AS after
      FROM context_item c
      WHERE c.tenant_id = s.tenant_id AND c.user_id = s.user_id AND c.session_id = s.session_id
        AND c.type = 'episode' AND (c.observed_at, c.id) > (s.observed_at, s.id)
@@ -472,6 +476,10 @@ class Conversations:
     links: list[tuple[str, str, int]]  # (turn, neighbour, distance ≥ 1), for scoring.relevance.in_context
     session_of: dict[str, str]  # conversation turn (of those asked about, or a neighbour) → its session_id
     observed_at: dict[str, datetime]  # item (of those asked about, or a neighbour) → when it was observed
+    # For scoring.relevance.answered: the conversation turns asked about whose text matches ``question``, and
+    # each source's next turn in its session (the reply).
+    asking: set[str] = field(default_factory=set)
+    replies: dict[str, str] = field(default_factory=dict)
 
 
 async def conversation_context(
@@ -483,29 +491,38 @@ async def conversation_context(
     sources: list[str],
     reach: int,
     now: datetime,
+    question: str | None = None,
 ) -> Conversations:
     """When each of ``ids`` was observed and the session of those that are conversation turns (an episode with
-    a ``session_id``), and for the turns among ``sources`` the live episodes of the same session up to
-    ``reach`` turns before and after each (none when ``reach`` is 0), with their sessions and times too.
-    Nothing is asked when there is nothing to ask."""
+    a ``session_id``) — and, given ``question`` (a regular expression), which of those turns match it — and
+    for the turns among ``sources`` the live episodes of the same session up to ``reach`` turns before and
+    after each (none when ``reach`` is 0), with their sessions and times too. Nothing is asked when there is
+    nothing to ask."""
     reach = max(0, reach)
     if not ids and not (sources and reach):
         return Conversations([], {}, {})
     driver = await driver_connection(session)
-    rows = await driver.fetch(_CONVERSATION, tenant_id, user_id, sources if reach else [], reach, now, ids)
+    rows = await driver.fetch(_CONVERSATION, tenant_id, user_id, sources if reach else [], reach, now, ids, question)
     links: list[tuple[str, str, int]] = []
     session_of: dict[str, str] = {}
     observed_at: dict[str, datetime] = {}
+    asking: set[str] = set()
+    replies: dict[str, str] = {}
     for r in rows:
         if r["neighbour"] is None:
             observed_at[r["source"]] = r["observed_at"]
             if r["session_id"] is not None:
                 session_of[r["source"]] = r["session_id"]
+            if r["asks"]:
+                asking.add(r["source"])
         else:
-            links.append((r["source"], r["neighbour"], int(r["distance"])))
+            distance = int(r["distance"])
+            links.append((r["source"], r["neighbour"], distance))
             session_of[r["source"]] = session_of[r["neighbour"]] = r["session_id"]
             observed_at[r["neighbour"]] = r["observed_at"]
-    return Conversations(links, session_of, observed_at)
+            if distance == 1 and r["after"]:
+                replies[r["source"]] = r["neighbour"]
+    return Conversations(links, session_of, observed_at, asking, replies)
 
 
 _SHARES_SQL = """

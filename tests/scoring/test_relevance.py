@@ -1,5 +1,7 @@
 """Fusion of the lexical and vector rankings."""
 
+# ruff: noqa: RUF001 - the Chinese sample text uses fullwidth punctuation on purpose.
+
 from __future__ import annotations
 
 from datetime import UTC, datetime
@@ -8,7 +10,17 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from scoring.relevance import convex, in_context, in_period, in_session, named_periods, normalised, rrf
+from scoring.relevance import (
+    answered,
+    asks,
+    convex,
+    in_context,
+    in_period,
+    in_session,
+    named_periods,
+    normalised,
+    rrf,
+)
 
 
 def test_rrf_rewards_agreement_and_either_ranking() -> None:
@@ -74,6 +86,49 @@ def test_in_context_never_reorders_what_gained_nothing(
         for b in scores:
             if a not in gained and b not in gained and scores[a] > scores[b]:
                 assert out.get(a, 0) >= out.get(b, 0)
+    assert all(0 <= v <= 1 + 1e-9 for v in out.values())
+
+
+def test_asks_is_a_turn_that_ends_in_a_question() -> None:
+    for text in ("Melanie: What did you make at the pottery class?", 'He said: "Really?"', "(why not?)  \n",
+                 "你周末做了什么？", "你去过那里吗？」"):  # fmt: skip
+        assert asks(text), text
+    for text in ("Why? Because I wanted to.", "I made a bowl.", "你做了什么？我做了一个碗。", "", "?!", "Q: ok"):
+        assert not asks(text), text
+
+
+def test_answered_hands_a_share_of_a_questions_relevance_to_its_reply() -> None:
+    scores = {"q": 1.0, "reply": 0.2, "stated": 0.8, "lone": 0.6}
+    out = answered(scores, {"q", "lone", "unscored"}, {"q": "reply", "stated": "x"}, share=0.25)
+    # q keeps three quarters and hands a quarter to its reply; lone, a question whose reply is unknown, keeps
+    # three quarters; a statement's reply gains nothing; renormalised so the best (stated) is 1
+    raw = {"q": 0.75, "reply": 0.45, "stated": 0.8, "lone": 0.45}
+    assert out == pytest.approx({k: v / 0.8 for k, v in raw.items()})
+    # a reply nobody scored enters with what it was handed
+    assert answered({"q": 1.0}, ["q"], {"q": "new"}, share=0.25) == pytest.approx({"q": 1.0, "new": 1 / 3})
+    assert answered(scores, {"q"}, {"q": "reply"}, share=0.0) is scores
+    assert answered(scores, {"unscored"}, {}, share=0.25) is scores
+    assert answered({}, {"q"}, {"q": "reply"}, share=0.25) == {}
+
+
+@given(
+    st.dictionaries(st.sampled_from("abcdef"), st.floats(0, 1), min_size=1),
+    st.sets(st.sampled_from("abcdef")),
+    st.dictionaries(st.sampled_from("abcdef"), st.sampled_from("abcdefg")),
+    st.floats(0.01, 1),
+)
+def test_answered_keeps_the_order_of_statements_and_of_questions(
+    scores: dict[str, float], asking: set[str], replies: dict[str, str], share: float
+) -> None:
+    """Only questions lose and only replies gain: among the items that are neither a question nor a reply, and
+    among the questions that are no reply, the order holds; everything stays within 0..1."""
+    out = answered(scores, asking, replies, share=share)
+    handed = {r for q, r in replies.items() if q in asking and q in scores and r != q}
+    for group in (set(scores) - asking - handed, (set(scores) & asking) - handed):
+        for a in group:
+            for b in group:
+                if scores[a] > scores[b]:
+                    assert out[a] >= out[b]
     assert all(0 <= v <= 1 + 1e-9 for v in out.values())
 
 

@@ -480,8 +480,10 @@ async def test_a_turn_is_relevant_in_its_conversation(
     other = [turn("s2", 0, "Caroline: I made pancakes for breakfast this morning.")]
     fact = [{"type": "fact", "source": "user", "content": "Caroline made a pottery wheel booking."}]
     filler = [turn(f"f{i}", 0, f"{c} ({i})") for i, c in enumerate(OTHERS * 3)]
-    # in_session off on both: this is about neighbours alone (test_a_turn_leans_towards_its_session)
-    on, off = await client_for(session_share=0.0), await client_for(context_share=0.0, session_share=0.0)
+    # in_session and answered off on both: this is about neighbours alone (test_a_turn_leans_towards_its_session,
+    # test_a_question_hands_a_share_to_its_reply)
+    on = await client_for(session_share=0.0, question_share=0.0)
+    off = await client_for(context_share=0.0, session_share=0.0, question_share=0.0)
     ids = await seed(on, tenant, "conv", chat + other + fact + filler)
     await vectors.worker.drain()
     q = "What did she create at the pottery workshop?"
@@ -505,6 +507,44 @@ async def test_a_turn_is_relevant_in_its_conversation(
     assert chat[1]["content"] not in tight_off["text"], tight_off["text"]
 
 
+async def test_a_question_hands_a_share_to_its_reply(
+    client_for: Any, tenant: TenantKeys, vectors: VectorRecall
+) -> None:
+    """A question and its reply are an adjacency pair (scoring.relevance.answered): a turn that ends in a
+    question shares the query's words but the answer is in the turn after it, so the question keeps
+    (1 - question_share) of its relevance and hands the share to its reply; a statement and its neighbours
+    are not touched. question_share 0 turns it off."""
+    day = NOW - timedelta(days=40)
+
+    def turn(session: str, minute: int, content: str) -> dict[str, Any]:
+        at = (day + timedelta(minutes=minute)).isoformat()
+        return {"type": "episode", "source": "summary", "session_id": session, "observed_at": at, "content": content}
+
+    chat = [
+        turn("s1", 0, "Melanie: How was the pottery workshop on Saturday?"),
+        turn("s1", 1, "Caroline: I made a small blue bowl and a mug for my sister!"),
+        turn("s2", 0, "Caroline: At the pottery workshop on Saturday I learned to make a vase."),
+        turn("s2", 1, "Melanie: Lovely, send me a picture of it."),
+    ]
+    filler = [turn(f"f{i}", 0, f"{c} ({i})") for i, c in enumerate(OTHERS * 3)]
+    # in_session off on both, so that only answered differs
+    on, off = await client_for(session_share=0.0), await client_for(session_share=0.0, question_share=0.0)
+    ids = await seed(on, tenant, "asks", chat + filler)
+    await vectors.worker.drain()
+    q = "What did she make at the pottery workshop on Saturday?"
+    values = {}
+    for name, client in (("on", on), ("off", off)):
+        w = await window(client, tenant, "asks", max_tokens=4000, query=q)
+        values[name] = {p["id"]: p["value"] for s in w["sections"] for p in s["items"]}
+    on_v, off_v = values["on"], values["off"]
+    question, reply, statement, after = ids[:4]
+    # the statement matches best either way; the reply gains on its question, which loses; the statement and
+    # the turn after it (no question before it) are not touched
+    assert max(on_v, key=on_v.__getitem__) == statement == max(off_v, key=off_v.__getitem__)
+    assert on_v[reply] > off_v[reply] and on_v[question] < off_v[question]
+    assert on_v[statement] == pytest.approx(off_v[statement]) and on_v[after] == pytest.approx(off_v[after])
+
+
 async def test_a_turn_leans_towards_its_session(client_for: Any, tenant: TenantKeys, vectors: VectorRecall) -> None:
     """A session in which several turns match the query is about it (in_session): its turns' relevance leans
     towards the session's, so a turn that matches a little there outranks an equal or slightly better lone
@@ -524,8 +564,9 @@ async def test_a_turn_leans_towards_its_session(client_for: Any, tenant: TenantK
     lone = [turn("s2", 0, "Gina: My cousin is planning a camping trip to Lisbon in the spring.")]
     fact = [{"type": "fact", "source": "user", "content": "Jon owns a four-person tent for camping."}]
     filler = [turn(f"f{i}", 0, f"{c} ({i})") for i, c in enumerate(OTHERS * 3)]
-    # context_share 0 on both, so that only in_session differs
-    on, off = await client_for(context_share=0.0), await client_for(context_share=0.0, session_share=0.0)
+    # context_share and question_share 0 on both, so that only in_session differs
+    on = await client_for(context_share=0.0, question_share=0.0)
+    off = await client_for(context_share=0.0, session_share=0.0, question_share=0.0)
     ids = await seed(on, tenant, "sess", trip + lone + fact + filler)
     await vectors.worker.drain()
     q = "How was the camping trip at the lake?"
