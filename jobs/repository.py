@@ -18,8 +18,13 @@ from scoring.fourc import SCORE_DECIMALS, SECONDS_PER_DAY, FourCWeights
 from scoring.profile import DECAY_END_STATUS, DECAY_STEPS, DECAYING_STATUSES
 from service.db.models import active_sql
 
-# "Everything" when the run is global (scheduler, CLI); one tenant when an admin runs it over the API.
+# The counts of a run and the housekeeping tables: every tenant's rows when the run is global (scheduler,
+# CLI), one tenant's when an admin runs it over the API.
 _TENANT = "(CAST(:tenant AS text) IS NULL OR {t}.tenant_id = CAST(:tenant AS text))"
+# A batch: always one tenant's rows (a global run sweeps the tenants one after the other, jobs/runner.py).
+# A plain equality rather than _TENANT's "one or all", so that a plan cached for the statement (asyncpg
+# prepares it; PostgreSQL's generic plan after five runs) still finds the tenant's rows by index.
+_PIN = "{t}.tenant_id = CAST(:tenant AS text)"
 
 _EVENT_COLUMNS = (
     "id, tenant_id, user_id, actor, actor_role, action, entity_type, entity_id, reason, rule, before, after,"
@@ -36,7 +41,7 @@ async def _scalar(session: AsyncSession, sql: str, params: Mapping[str, Any]) ->
 EXPIRE_ITEMS = f"""
 WITH picked AS (
     SELECT i.id, i.tenant_id, i.status FROM context_item i
-    WHERE {active_sql("i")} AND i.expires_at <= :now AND {_TENANT.format(t="i")} AND i.id > CAST(:after AS uuid)
+    WHERE {active_sql("i")} AND i.expires_at <= :now AND {_PIN.format(t="i")} AND i.id > CAST(:after AS uuid)
     ORDER BY i.id LIMIT :batch FOR UPDATE SKIP LOCKED
 ), changed AS (
     UPDATE context_item c SET status = 'expired', status_reason = 'expired: past expires_at', updated_at = :now
@@ -59,7 +64,7 @@ SELECT (SELECT count(*) FROM changed) AS changed, (SELECT count(*) FROM picked) 
 EXPIRE_ENTRIES = f"""
 WITH picked AS (
     SELECT e.id, e.tenant_id, e.status FROM profile_entry e
-    WHERE e.status <> 'expired' AND e.expires_at <= :now AND {_TENANT.format(t="e")} AND e.id > CAST(:after AS uuid)
+    WHERE e.status <> 'expired' AND e.expires_at <= :now AND {_PIN.format(t="e")} AND e.id > CAST(:after AS uuid)
     ORDER BY e.id LIMIT :batch FOR UPDATE SKIP LOCKED
 ), changed AS (
     UPDATE profile_entry p SET status = 'expired', updated_at = :now
@@ -76,11 +81,18 @@ SELECT (SELECT count(*) FROM changed) AS changed, (SELECT count(*) FROM picked) 
        (SELECT max(id::text) FROM picked) AS last_id
 """
 
-COUNT_EXPIRE = f"""
-SELECT (SELECT count(*) FROM context_item i
-        WHERE {active_sql("i")} AND i.expires_at <= :now AND {_TENANT.format(t="i")})
-     + (SELECT count(*) FROM profile_entry e WHERE e.status <> 'expired' AND e.expires_at <= :now
-        AND {_TENANT.format(t="e")})
+# The counts of a run, per tenant: the run's progress total (their sum) and the tenants it sweeps, one
+# after the other (a sweep's batch is picked FOR UPDATE SKIP LOCKED with its tenant pinned: a sharded
+# database locks rows on one shard at a time, docs/citus.md). A plain read, once per run.
+COUNT_EXPIRE_ITEMS = f"""
+SELECT i.tenant_id, count(*) FROM context_item i
+WHERE {active_sql("i")} AND i.expires_at <= :now AND {_TENANT.format(t="i")} GROUP BY i.tenant_id ORDER BY i.tenant_id
+"""
+
+COUNT_EXPIRE_ENTRIES = f"""
+SELECT e.tenant_id, count(*) FROM profile_entry e
+WHERE e.status <> 'expired' AND e.expires_at <= :now AND {_TENANT.format(t="e")} GROUP BY e.tenant_id
+ORDER BY e.tenant_id
 """
 
 
@@ -116,7 +128,7 @@ _STALE = f"""e.status IN ({", ".join(_literal(s) for s in DECAYING_STATUSES)})
 DECAY = f"""
 WITH picked AS (
     SELECT e.id, e.tenant_id, e.tier, e.status, e.score FROM profile_entry e
-    WHERE {_STALE} AND {_TENANT.format(t="e")} AND e.id > CAST(:after AS uuid)
+    WHERE {_STALE} AND {_PIN.format(t="e")} AND e.id > CAST(:after AS uuid)
     ORDER BY e.id LIMIT :batch FOR UPDATE SKIP LOCKED
 ), moved AS (
     -- one level down, as scoring.profile.decay_step and decayed_score
@@ -146,7 +158,10 @@ SELECT (SELECT count(*) FROM changed) AS changed, (SELECT count(*) FROM picked) 
        (SELECT max(id::text) FROM picked) AS last_id
 """
 
-COUNT_DECAY = f"SELECT count(*) FROM profile_entry e WHERE {_STALE} AND {_TENANT.format(t='e')}"
+COUNT_DECAY = f"""
+SELECT e.tenant_id, count(*) FROM profile_entry e WHERE {_STALE} AND {_TENANT.format(t="e")} GROUP BY e.tenant_id
+ORDER BY e.tenant_id
+"""
 
 
 def decay_params(*, overrides: Mapping[str, int], default_days: int, factor: float) -> dict[str, Any]:
@@ -170,7 +185,7 @@ WITH w AS (
     SELECT {_WEIGHTS}
 ), cand AS (
     SELECT e.id, e.tenant_id FROM profile_entry e
-    WHERE e.tier = 'candidate' AND e.status = 'active' AND e.id > CAST(:after AS uuid) AND {_TENANT.format(t="e")}
+    WHERE e.tier = 'candidate' AND e.status = 'active' AND e.id > CAST(:after AS uuid) AND {_PIN.format(t="e")}
     ORDER BY e.id LIMIT :batch
 ), ev AS (
     SELECT o.entry_id, o.id, o.session_id, o.context, o.explicit, o.confirmation, o.stance = 'supports' AS sup,
@@ -242,7 +257,8 @@ SELECT (SELECT count(*) FROM changed) AS promoted, (SELECT count(*) FROM cand) A
 """
 
 COUNT_PROMOTE = f"""
-SELECT count(*) FROM profile_entry e WHERE e.tier = 'candidate' AND e.status = 'active' AND {_TENANT.format(t="e")}
+SELECT e.tenant_id, count(*) FROM profile_entry e
+WHERE e.tier = 'candidate' AND e.status = 'active' AND {_TENANT.format(t="e")} GROUP BY e.tenant_id ORDER BY e.tenant_id
 """
 
 
@@ -264,7 +280,7 @@ PURGE_ITEMS = f"""
 WITH picked AS (
     SELECT i.id, i.tenant_id FROM context_item i
     WHERE i.status = 'deleted' AND i.deleted_at <= CAST(:now AS timestamptz) - make_interval(days => :days)
-      AND {_TENANT.format(t="i")} AND i.id > CAST(:after AS uuid)
+      AND {_PIN.format(t="i")} AND i.id > CAST(:after AS uuid)
     ORDER BY i.id LIMIT :batch FOR UPDATE SKIP LOCKED
 ), gone AS (
     DELETE FROM context_item c USING picked WHERE c.tenant_id = picked.tenant_id AND c.id = picked.id
@@ -284,7 +300,7 @@ SELECT (SELECT count(*) FROM gone) AS changed, (SELECT count(*) FROM picked) AS 
 PURGE_IDEMPOTENCY = f"""
 WITH picked AS (
     SELECT r.tenant_id, r.key FROM idempotency_record r
-    WHERE r.created_at <= CAST(:now AS timestamptz) - make_interval(hours => :hours) AND {_TENANT.format(t="r")}
+    WHERE r.created_at <= CAST(:now AS timestamptz) - make_interval(hours => :hours) AND {_PIN.format(t="r")}
     LIMIT :batch FOR UPDATE SKIP LOCKED
 ), gone AS (
     DELETE FROM idempotency_record d USING picked WHERE d.tenant_id = picked.tenant_id AND d.key = picked.key
@@ -316,14 +332,25 @@ SELECT count(*) FROM gone
 """
 
 COUNT_PURGE = f"""
-SELECT count(*) FROM context_item i
+SELECT i.tenant_id, count(*) FROM context_item i
 WHERE i.status = 'deleted' AND i.deleted_at <= CAST(:now AS timestamptz) - make_interval(days => :days)
-  AND {_TENANT.format(t="i")}
+  AND {_TENANT.format(t="i")} GROUP BY i.tenant_id ORDER BY i.tenant_id
+"""
+
+COUNT_PURGE_IDEMPOTENCY = f"""
+SELECT r.tenant_id, count(*) FROM idempotency_record r
+WHERE r.created_at <= CAST(:now AS timestamptz) - make_interval(hours => :hours) AND {_TENANT.format(t="r")}
+GROUP BY r.tenant_id ORDER BY r.tenant_id
 """
 
 
 async def run_statement(session: AsyncSession, sql: str, params: Mapping[str, Any]) -> int:
     return int(await _scalar(session, sql, params))
+
+
+async def per_tenant(session: AsyncSession, sql: str, params: Mapping[str, Any]) -> dict[str, int]:
+    """A ``COUNT_*`` statement's rows: {tenant: rows to change}, tenants in order."""
+    return {t: int(n) for t, n in (await session.execute(text(sql), dict(params))).all()}
 
 
 async def run_keyset(

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import traceback
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -72,43 +72,68 @@ class JobContext:
         }
 
 
-async def _batches(ctx: JobContext, kind: str, sql: str, params: dict[str, Any], total: int) -> int:
-    """Apply a keyset-paginated statement batch by batch, one transaction each."""
-    done = 0
-    after = uuid.UUID(int=0)
-    while True:
-        async with session_scope(ctx.db) as session:
-            changed, picked, last = await repository.run_keyset(session, sql, params, after)
-        done += changed
-        if ctx.progress is not None:
-            ctx.progress(kind, done, total)
-        if last is None or picked < ctx.settings.jobs.batch_size:
-            return done
-        after = last
-
-
-async def _sweep(ctx: JobContext, kind: str, sql: str, params: dict[str, Any]) -> int:
-    """Apply a plain batched statement until it changes fewer rows than a batch (housekeeping tables)."""
-    done = 0
-    while True:
-        async with session_scope(ctx.db) as session:
-            changed = await repository.run_statement(session, sql, params)
-        done += changed
-        if changed < ctx.settings.jobs.batch_size:
-            return done
-
-
-async def _count(ctx: JobContext, sql: str, params: dict[str, Any]) -> int:
+async def _tenants(ctx: JobContext, sql: str, params: dict[str, Any]) -> dict[str, int]:
+    """The tenants a run sweeps, with the rows each has to change (a ``COUNT_*`` statement, read once): the
+    run's own tenant, whatever its count, when it has one; else every tenant with rows to change. A run
+    over every tenant sweeps them one after the other, each batch with its tenant pinned, so that a sharded
+    database takes a batch's row locks on one shard (docs/citus.md); a tenant with nothing to change costs
+    only its share of the count. (A tenant whose first row to change appears after the count waits for the
+    next run, as rows written after a keyset walk has passed them always did.)"""
     async with session_scope(ctx.db) as session:
-        return await repository.run_statement(session, sql, params)
+        counts = await repository.per_tenant(session, sql, params)
+    if ctx.tenant_id is not None:
+        return {ctx.tenant_id: counts.get(ctx.tenant_id, 0)}
+    return counts
+
+
+async def _batches(
+    ctx: JobContext, kind: str, sql: str, params: dict[str, Any], total: int, tenants: Iterable[str]
+) -> int:
+    """Apply a keyset-paginated statement batch by batch, one transaction each, tenant by tenant."""
+    done = 0
+    tenants = list(tenants)
+    if not tenants and ctx.progress is not None:
+        ctx.progress(kind, 0, total)  # nothing to do anywhere: said once, as a batch that changed nothing did
+    for tenant_id in tenants:
+        p = {**params, "tenant": tenant_id}
+        after = uuid.UUID(int=0)
+        while True:
+            async with session_scope(ctx.db) as session:
+                changed, picked, last = await repository.run_keyset(session, sql, p, after)
+            done += changed
+            if ctx.progress is not None:
+                ctx.progress(kind, done, total)
+            if last is None or picked < ctx.settings.jobs.batch_size:
+                break
+            after = last
+    return done
+
+
+async def _sweep(
+    ctx: JobContext, kind: str, sql: str, params: dict[str, Any], tenants: Iterable[str | None] = (None,)
+) -> int:
+    """Apply a plain batched statement until it changes fewer rows than a batch, tenant by tenant (or once,
+    for the housekeeping tables that are not a tenant's rows: ``tenants`` left as is)."""
+    done = 0
+    for tenant_id in tenants:
+        p = params if tenant_id is None else {**params, "tenant": tenant_id}
+        while True:
+            async with session_scope(ctx.db) as session:
+                changed = await repository.run_statement(session, sql, p)
+            done += changed
+            if changed < ctx.settings.jobs.batch_size:
+                break
+    return done
 
 
 async def job_expire(ctx: JobContext) -> dict[str, int]:
     """Items and profile entries past ``expires_at`` → ``expired`` (kept for audit, out of windows)."""
     p = ctx.params()
-    total = await _count(ctx, repository.COUNT_EXPIRE, p)
-    items = await _batches(ctx, "items_expired", repository.EXPIRE_ITEMS, p, total)
-    entries = await _batches(ctx, "entries_expired", repository.EXPIRE_ENTRIES, p, total)
+    items_due = await _tenants(ctx, repository.COUNT_EXPIRE_ITEMS, p)
+    entries_due = await _tenants(ctx, repository.COUNT_EXPIRE_ENTRIES, p)
+    total = sum(items_due.values()) + sum(entries_due.values())
+    items = await _batches(ctx, "items_expired", repository.EXPIRE_ITEMS, p, total, items_due)
+    entries = await _batches(ctx, "entries_expired", repository.EXPIRE_ENTRIES, p, total, entries_due)
     return {"items_expired": items, "entries_expired": entries}
 
 
@@ -122,8 +147,8 @@ async def job_decay(ctx: JobContext) -> dict[str, int]:
             factor=s.profiles.decay_score_factor,
         )
     )
-    total = await _count(ctx, repository.COUNT_DECAY, p)
-    return {"entries_decayed": await _batches(ctx, "entries_decayed", repository.DECAY, p, total)}
+    due = await _tenants(ctx, repository.COUNT_DECAY, p)
+    return {"entries_decayed": await _batches(ctx, "entries_decayed", repository.DECAY, p, sum(due.values()), due)}
 
 
 async def job_promote(ctx: JobContext) -> dict[str, int]:
@@ -135,19 +160,24 @@ async def job_promote(ctx: JobContext) -> dict[str, int]:
             weights, threshold=s.profiles.long_term_threshold, min_sessions=s.profiles.candidate_min_sessions
         )
     )
-    total = await _count(ctx, repository.COUNT_PROMOTE, p)
+    candidates = await _tenants(ctx, repository.COUNT_PROMOTE, p)
+    total = sum(candidates.values())
     promoted = examined = 0
-    after = uuid.UUID(int=0)
-    while True:
-        async with session_scope(ctx.db) as session:
-            n, seen, last = await repository.promote_batch(session, p, after)
-        promoted += n
-        examined += seen
-        if ctx.progress is not None:
-            ctx.progress("candidates_examined", examined, total)
-        if last is None or seen < ctx.settings.jobs.batch_size:
-            break
-        after = last
+    if not candidates and ctx.progress is not None:
+        ctx.progress("candidates_examined", 0, total)
+    for tenant_id in candidates:
+        pt = {**p, "tenant": tenant_id}
+        after = uuid.UUID(int=0)
+        while True:
+            async with session_scope(ctx.db) as session:
+                n, seen, last = await repository.promote_batch(session, pt, after)
+            promoted += n
+            examined += seen
+            if ctx.progress is not None:
+                ctx.progress("candidates_examined", examined, total)
+            if last is None or seen < ctx.settings.jobs.batch_size:
+                break
+            after = last
     return {"entries_promoted": promoted, "candidates_examined": examined}
 
 
@@ -157,11 +187,12 @@ async def job_purge(ctx: JobContext) -> dict[str, int]:
     (Erasing a user deletes everything at once; nothing of an erased user is left to purge.)"""
     s = ctx.settings
     p = ctx.params(days=s.jobs.purge_deleted_after_days)
-    total = await _count(ctx, repository.COUNT_PURGE, p)
-    items = await _batches(ctx, "items_purged", repository.PURGE_ITEMS, p, total)
-    idem = await _sweep(
-        ctx, "idempotency_purged", repository.PURGE_IDEMPOTENCY, ctx.params(hours=s.jobs.idempotency_retention_hours)
-    )
+    items_due = await _tenants(ctx, repository.COUNT_PURGE, p)
+    items = await _batches(ctx, "items_purged", repository.PURGE_ITEMS, p, sum(items_due.values()), items_due)
+    ip = ctx.params(hours=s.jobs.idempotency_retention_hours)
+    stored = await _tenants(ctx, repository.COUNT_PURGE_IDEMPOTENCY, ip)
+    idem = await _sweep(ctx, "idempotency_purged", repository.PURGE_IDEMPOTENCY, ip, stored)
+    # job_run and console_session are not a tenant's rows (reference tables on a sharded database).
     runs = await _sweep(ctx, "job_runs_purged", repository.PURGE_RUNS, ctx.params(days=s.jobs.run_retention_days))
     idle = ctx.params(minutes=s.console.idle_minutes)
     consoles = await _sweep(ctx, "console_sessions_purged", repository.PURGE_CONSOLE_SESSIONS, idle)

@@ -442,6 +442,8 @@ class VectorOutbox(SQLModel, table=True):
         sa.CheckConstraint("op IN ('sync', 'delete_user')", name="op"),
         sa.Index("ix_vector_outbox_due", "next_attempt_at", "id"),
         sa.Index("ix_vector_outbox_user", "tenant_id", "user_id", "id"),
+        # The worker's claim, tenant by tenant (migration 0014).
+        sa.Index("ix_vector_outbox_tenant", "tenant_id", "id", postgresql_where=sa.text("dead_at IS NULL")),
     )
 
     id: int = _col(sa.BigInteger, sa.Identity(always=False), primary_key=True)
@@ -469,8 +471,9 @@ class ItemSearch(SQLModel, table=True):
         sa.Index("ix_item_search_tsv", "tsv", postgresql_using="gin"),
     )
 
+    # The key is (item_id, tenant_id) (migration 0014): a sharded database's keys include tenant_id.
     item_id: uuid.UUID = _col(UUID, sa.ForeignKey("context_item.id", ondelete="CASCADE"), primary_key=True)
-    tenant_id: str = _col(sa.Text)
+    tenant_id: str = _col(sa.Text, primary_key=True)
     user_id: str = _col(sa.Text)
     tsv: Any = _col(pg.TSVECTOR)
 

@@ -93,9 +93,9 @@ class OutboxWorker:
                             await self._apply_index(session, [r])
                         except Exception as one:
                             failed[r.id] = one
-            done = [r.id for r in rows if r.id not in failed]
+            done = [r for r in rows if r.id not in failed]
             if done:
-                await repository.delete_changes(session, done)
+                await repository.delete_changes(session, [r.tenant_id for r in done], [r.id for r in done])
                 self.applied += len(done)
             for r in rows:
                 if r.id in failed:
@@ -133,6 +133,7 @@ class OutboxWorker:
                         error)  # fmt: skip
         await repository.reschedule(
             session,
+            tenant_id=row.tenant_id,
             change_id=row.id,
             attempts=attempts,
             error=error,
@@ -157,7 +158,10 @@ class OutboxWorker:
         for r in rows:
             if r.op == "delete_user":
                 await repository.erase_search(session, r.tenant_id, r.user_id)
-        await repository.sync_search(session, list(dict.fromkeys(r.item_id for r in rows if r.op == "sync")))
+        syncs = [r for r in rows if r.op == "sync"]
+        await repository.sync_search(
+            session, [r.tenant_id for r in syncs], list(dict.fromkeys(r.item_id for r in syncs))
+        )
 
     async def _apply_index(self, session: AsyncSession, rows: Sequence[Any]) -> None:
         """The vector index for these changes. Erasures first: a sync listed before an erasure finds its row
@@ -168,10 +172,11 @@ class OutboxWorker:
         for r in rows:
             if r.op == "delete_user":
                 await self.index.delete_user(r.tenant_id, r.user_id)
-        item_ids = list(dict.fromkeys(r.item_id for r in rows if r.op == "sync"))
+        syncs = [r for r in rows if r.op == "sync"]
+        item_ids = list(dict.fromkeys(r.item_id for r in syncs))
         if not item_ids:
             return
-        items = await repository.items_to_index(session, item_ids)
+        items = await repository.items_to_index(session, [r.tenant_id for r in syncs], item_ids)
         live = [i for i in items if i.status in ACTIVE_STATUSES]
         gone = set(item_ids) - {i.id for i in live}
         missing = [i for i in live if i.embedding is None]

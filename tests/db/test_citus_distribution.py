@@ -19,7 +19,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from pglast import parse_sql
+from pglast import ast, parse_sql
 from pglast.ast import FuncCall, SelectStmt
 
 from jobs.runner import run_job
@@ -48,18 +48,22 @@ SWEEPS = "ctxmem-citus-check: global sweeps"
 # Citus. Key: a piece of the statement's text (whitespace collapsed). docs/citus.md lists the changes the
 # ones marked "to change" need before a Citus deployment; none of them is wrong on one PostgreSQL.
 _WORKER = "the outbox worker applies a batch of changes of any tenants"
+_BATCH = (
+    f"{_WORKER}, several tenants' in one batch: a multi-shard statement that Citus sends to the batch's tenants' "
+    "shards only, without row locks, by design"
+)
 ALLOWED: dict[str, str] = {
-    "FROM vector_outbox WHERE next_attempt_at <= ": f"{_WORKER}: its claim (FOR UPDATE SKIP LOCKED) reads every "
-    "shard, and Citus refuses row locks in a multi-shard SELECT — to change: claim shard by shard",
-    "DELETE FROM vector_outbox WHERE id = ANY(": f"{_WORKER}: the applied batch is deleted on every shard",
-    "SELECT id, tenant_id, user_id, type, status, domain, content, embedding FROM context_item WHERE id = ANY(": (
-        f"{_WORKER}: the batch's items are read from every shard"
-    ),
-    "INSERT INTO item_search (item_id, tenant_id, user_id, tsv) SELECT": f"{_WORKER}: a co-located INSERT … SELECT "
-    "(tenant_id into tenant_id) that Citus pushes down to every shard — to change: ON CONFLICT (item_id) must "
-    "name the widened key (tenant_id, item_id)",
-    "DELETE FROM item_search s WHERE s.item_id = ANY(": f"{_WORKER}: multi-shard — to change: its NOT EXISTS joins "
-    "context_item on id alone, a non-co-located join Citus refuses; it needs c.tenant_id = s.tenant_id",
+    "SELECT tenant_id FROM (SELECT tenant_id, id FROM vector_outbox": f"{_WORKER}: which tenants the oldest due "
+    "changes belong to, before it claims from each with the tenant pinned (FOR UPDATE SKIP LOCKED on one shard): "
+    "a plain multi-shard read without row locks, by design",
+    # A batch of one tenant's changes pins it (tenant_id = $1); one of several tenants' changes is applied
+    # with one statement per step for the batch, kept to its tenants (tenant_id = ANY(…)).
+    "DELETE FROM vector_outbox WHERE tenant_id = ANY(": f"{_BATCH}: the applied changes retired",
+    "FROM context_item WHERE tenant_id = ANY(": f"{_BATCH}: the items read for the vector index",
+    "INSERT INTO item_search (item_id, tenant_id, user_id, tsv) SELECT": f"{_BATCH}: the lexical index's upsert, a "
+    "co-located INSERT … SELECT (tenant_id into tenant_id) whose conflict target is the key (item_id, tenant_id)",
+    "DELETE FROM item_search s WHERE s.tenant_id = ANY(": f"{_BATCH}: the lexical index's delete, its NOT EXISTS "
+    "joined on tenant_id (co-located)",
     "count(*) FILTER (WHERE dead_at IS NULL) AS pending": "the outbox's lag over every tenant (/readyz, /metrics, "
     "the worker's gauge, a degraded window's warning): a multi-shard count, by design",
     "UPDATE vector_outbox SET dead_at = NULL": "the reindex job revives every tenant's dead letters and applies the "
@@ -71,28 +75,29 @@ PGVECTOR_ALLOWED: dict[str, str] = {
     "SELECT count(*) FROM item_vector": "/readyz counts every tenant's points: a multi-shard count, by design",
     "SELECT tenant_id, user_id, id, 'sync', now(), now() FROM context_item WHERE status = ANY(": "the pgvector "
     "index's first start queues every tenant's active items for it: one multi-shard statement, once",
+    "INSERT INTO item_vector (item_id, tenant_id, user_id, type, status, domain, embedding) SELECT": "pgvector's "
+    "upsert: its conflict target (item_id) is a key without tenant_id, which Citus does not allow — to change "
+    "(service/vectors/pgvector.py): key and target (item_id, tenant_id), as item_search's (migration 0014)",
 }
 # Tables made at run time rather than by a migration, and what makes them.
 RUNTIME_TABLES = {"item_vector": "the pgvector index creates it on its first start (service/vectors/pgvector.py)"}
 # The same jobs run by the scheduler (no tenant) sweep every tenant; their tenant-scoped twins (POST
 # /v1/jobs/{name}/run, above) are checked like any request.
 _SWEEP = "a global job run sweeps every tenant"
-_LOCKED = (
-    f"{_SWEEP}; its batch is picked FOR UPDATE SKIP LOCKED, which Citus refuses across shards — to change: sweep "
-    "tenant by tenant (the tenant-scoped statement passes)"
-)
 SWEEP_ALLOWED: dict[str, str] = {
-    "SELECT (SELECT count(*) FROM context_item i": f"{_SWEEP}: the expire job's progress total, a multi-shard count",
-    "SELECT count(*) FROM context_item i WHERE i.status = 'deleted'": f"{_SWEEP}: the purge job's total",
-    "SELECT count(*) FROM profile_entry e WHERE e.status IN": f"{_SWEEP}: the decay job's total",
-    "SELECT count(*) FROM profile_entry e WHERE e.tier = 'candidate'": f"{_SWEEP}: the promote job's total",
-    "SELECT i.id, i.tenant_id, i.status FROM context_item i": f"expire (items): {_LOCKED}",
-    "SELECT e.id, e.tenant_id, e.status FROM profile_entry e": f"expire (entries): {_LOCKED}",
-    "SELECT e.id, e.tenant_id, e.tier, e.status, e.score FROM profile_entry e": f"decay: {_LOCKED}",
-    "SELECT i.id, i.tenant_id FROM context_item i WHERE i.status = 'deleted'": f"purge (items): {_LOCKED}",
-    "SELECT r.tenant_id, r.key FROM idempotency_record r": f"purge (stored responses): {_LOCKED}",
-    "cand AS ( SELECT e.id, e.tenant_id FROM profile_entry e": f"promote: {_SWEEP}, a multi-shard statement with "
-    "data-modifying CTEs, which Citus plans as subplans — to change with the others: tenant by tenant",
+    # A global run reads its per-tenant counts once (the progress total and the tenants it sweeps), then
+    # sweeps tenant by tenant with the tenant-scoped statements, which pass the check.
+    "SELECT i.tenant_id, count(*) FROM context_item i WHERE i.status IN": f"{_SWEEP}: the expire job's items per "
+    "tenant, a multi-shard count",
+    "SELECT e.tenant_id, count(*) FROM profile_entry e WHERE e.status <> 'expired'": f"{_SWEEP}: the expire job's "
+    "entries per tenant",
+    "SELECT e.tenant_id, count(*) FROM profile_entry e WHERE e.status IN": f"{_SWEEP}: the decay job's entries per "
+    "tenant",
+    "SELECT e.tenant_id, count(*) FROM profile_entry e WHERE e.tier = 'candidate'": f"{_SWEEP}: the promote job's "
+    "candidates per tenant",
+    "SELECT i.tenant_id, count(*) FROM context_item i WHERE i.status = 'deleted'": f"{_SWEEP}: the purge job's "
+    "tombstones per tenant",
+    "SELECT r.tenant_id, count(*) FROM idempotency_record r": f"{_SWEEP}: the purge job's stored responses per tenant",
     # The reindex job is the outbox worker's drain: the entries of ALLOWED above.
 }
 
@@ -161,6 +166,48 @@ def test_the_check_finds_a_statement_without_the_key(sql: str, problem: str) -> 
     distributed, _ = distribution_plan()
     problems = Checker(set(distributed)).problems(sql)
     assert problems and any(problem in p for p in problems), problems
+
+
+def conflict_problems(sql: str, distributed: set[str]) -> list[str]:
+    """An ``INSERT … ON CONFLICT (columns)`` into a distributed table whose target lacks ``tenant_id``: Citus
+    requires every unique key of a distributed table to include its distribution column, so no key can
+    match such a target there (the statement check above reads conditions, not conflict targets)."""
+    out: list[str] = []
+
+    def walk(node: object) -> None:
+        if isinstance(node, list | tuple):
+            for n in node:
+                walk(n)
+        elif isinstance(node, ast.Node):
+            if isinstance(node, ast.InsertStmt) and node.relation.relname in distributed:
+                infer = node.onConflictClause.infer if node.onConflictClause is not None else None
+                columns = [e.name for e in (infer.indexElems or ()) if e.name] if infer is not None else []
+                if columns and "tenant_id" not in columns:
+                    out.append(f"ON CONFLICT ({', '.join(columns)}) on {node.relation.relname} without tenant_id")
+            for slot in node:
+                walk(getattr(node, slot))
+
+    for raw in parse_sql(sql):
+        walk(raw.stmt)
+    return out
+
+
+@pytest.mark.parametrize(
+    ("sql", "found"),
+    [
+        ("INSERT INTO item_search (item_id, tenant_id) VALUES ($1, $2) ON CONFLICT (item_id) DO NOTHING", True),
+        ("WITH x AS (INSERT INTO event (id, tenant_id) VALUES (1, 'a') ON CONFLICT (id) DO NOTHING) SELECT 1", True),
+        (
+            "INSERT INTO item_search (item_id, tenant_id) VALUES ($1, $2) ON CONFLICT (item_id, tenant_id) DO NOTHING",
+            False,
+        ),
+        ("INSERT INTO end_user (tenant_id, user_id) VALUES ($1, $2) ON CONFLICT DO NOTHING", False),
+        ("INSERT INTO job_run (id) VALUES ($1) ON CONFLICT (id) DO NOTHING", False),  # a reference table
+    ],
+)
+def test_the_check_finds_a_conflict_target_without_the_key(sql: str, found: bool) -> None:
+    distributed, _ = distribution_plan()
+    assert bool(conflict_problems(sql, set(distributed))) is found
 
 
 @pytest.mark.parametrize(
@@ -274,6 +321,12 @@ async def test_every_statement_carries_the_distribution_key(server: PgServer, tm
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://ctxmem.test") as client:
             tenant = await make_tenant(db)
             await _workload(client, tenant)
+            # Changes of two tenants due together: the worker's statements for a batch of several tenants.
+            other = await make_tenant(db)
+            for keys in (other, tenant):
+                item = {"type": "fact", "content": "applied in one batch"}
+                r = await client.post("/v1/users/batch-mate/items", json=item, headers=keys.admin)
+                assert r.status_code == 201, r.text
             while await recall.worker.drain_once() > 0:  # the outbox worker, as the API process runs it
                 pass
             async with db.engine.connect() as conn:
@@ -304,6 +357,7 @@ async def test_every_statement_carries_the_distribution_key(server: PgServer, tm
         checked += 1
         touched |= tables
         problems = checker.problems(bind(entry.sql, parameters(entry.detail)))
+        problems += conflict_problems(entry.sql, checker.distributed_tables)
         if problems:
             (sweeps if i > marks[0] else offenders)[" ".join(entry.sql.split())].update(problems)
 

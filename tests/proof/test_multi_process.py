@@ -59,7 +59,7 @@ NO_VECTORS = {"CTXMEM_VECTOR_BACKEND": "off"}
 SERVE_ENV = {**LIVE_ENV, **NO_VECTORS, "CTXMEM_OUTBOX_POLL_SECONDS": "0.05"}
 TICKS = 3  # ticks of each interval:1 job the test waits for
 WAIT_SECONDS = 90.0
-DELETE_APPLIED = re.compile(r"^DELETE FROM vector_outbox WHERE id = ANY\(\$1\)$")
+DELETE_APPLIED = re.compile(r"^DELETE FROM vector_outbox WHERE tenant_id = (\$1|ANY\(\$1\)) AND id = ANY\(\$2\)$")
 
 
 def start_scheduler(url: str, data_dir: Path) -> tuple[subprocess.Popen[bytes], Path]:
@@ -129,8 +129,8 @@ async def test_two_apis_and_two_schedulers_on_one_database(tmp_path: Path) -> No
 
 
 def _ids(detail: str | None) -> list[int]:
-    """The outbox ids of one ``id = ANY($1)`` statement: ``$1 = '{1,2,3}'``."""
-    value = parameters(detail).get(1, "NULL")
+    """The outbox ids of one ``… AND id = ANY($2)`` statement: ``$2 = '{1,2,3}'``."""
+    value = parameters(detail).get(2, "NULL")
     return [int(x) for x in value.strip("'{}").split(",") if x]
 
 

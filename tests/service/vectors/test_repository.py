@@ -82,13 +82,62 @@ async def test_claim_takes_what_is_due_at_now_in_order(session: AsyncSession, te
     assert [r.item_id for r in await mine(session, tenant_id, now=AT + timedelta(seconds=10))] == [first, second]
 
 
+async def test_a_claim_serves_the_longest_waiting_tenant_first(session: AsyncSession) -> None:
+    """Claimed tenant by tenant (each claim pinned to its tenant: docs/citus.md): the tenant of the oldest
+    change due first, as many of its due changes as the batch has room for, in id order; then the next."""
+    # Due only from 2000 on, so that at that time these are the only changes due.
+    written = datetime(2000, 1, 1, tzinfo=UTC)
+    a, b = f"t-{secrets.token_hex(6)}", f"t-{secrets.token_hex(6)}"
+    order = [(a, "u"), (b, "v"), (a, "u"), (a, "w"), (b, "v"), (a, "u")]
+    ids = [uuid.uuid4() for _ in order]
+    for (tenant_id, user_id), item_id in zip(order, ids, strict=True):
+        await repository.enqueue_sync(session, tenant_id, user_id, [item_id], written)
+    assert await repository.due_tenants(session, now=written, limit=3) == [a, b]
+    assert [r.item_id for r in await repository.claim_due(session, now=written, limit=3)] == [ids[0], ids[2], ids[3]]
+    # all four of a's (the oldest), then one of b's
+    assert [r.item_id for r in await repository.claim_due(session, now=written, limit=5)] == [*ids[:4], ids[5]]
+    assert [r.item_id for r in await repository.claim_due(session, now=written, limit=100)] == ids
+    assert [r.item_id for r in await repository.claim_tenant(session, b, now=written, limit=100)] == [ids[1], ids[4]]
+
+
+async def test_a_claim_passes_over_what_another_worker_holds(db: Database) -> None:
+    written = datetime(2000, 1, 1, tzinfo=UTC)
+    a, b = f"t-{secrets.token_hex(6)}", f"t-{secrets.token_hex(6)}"
+    order = [a, b, a, a, b]
+    ids = [uuid.uuid4() for _ in order]
+    async with db.sessionmaker() as setup:
+        for tenant_id, item_id in zip(order, ids, strict=True):
+            await repository.enqueue_sync(setup, tenant_id, "u", [item_id], written)
+        await setup.commit()
+    try:
+        async with db.sessionmaker() as other, db.sessionmaker() as mine:
+            held = await repository.claim_due(other, now=written, limit=2)  # another worker's batch: a's first two
+            assert [r.item_id for r in held] == [ids[0], ids[2]]
+            # a's third, then b's first: the held ones are passed over
+            got = await repository.claim_due(mine, now=written, limit=2)
+            assert [r.item_id for r in got] == [ids[1], ids[3]]
+            await mine.rollback()
+            got = await repository.claim_due(mine, now=written, limit=10)
+            assert [r.item_id for r in got] == [ids[1], ids[3], ids[4]]
+            await other.rollback()
+            await mine.rollback()
+    finally:
+        async with db.sessionmaker() as cleanup:
+            await cleanup.execute(text("DELETE FROM vector_outbox WHERE tenant_id IN (:a, :b)"), {"a": a, "b": b})
+            await cleanup.commit()
+
+
 async def test_reschedule_and_retire(session: AsyncSession, tenant_id: str) -> None:
     await repository.enqueue_sync(session, tenant_id, "u", [uuid.uuid4(), uuid.uuid4(), uuid.uuid4()], AT)
     retry, dead, done = await mine(session, tenant_id, now=AT)
     later = AT + timedelta(seconds=4)
-    await repository.reschedule(session, change_id=retry.id, attempts=2, error="E: x", retry_at=later, dead_at=None)
-    await repository.reschedule(session, change_id=dead.id, attempts=8, error="E: y", retry_at=later, dead_at=AT)
-    await repository.delete_changes(session, [done.id])
+    await repository.reschedule(
+        session, tenant_id=tenant_id, change_id=retry.id, attempts=2, error="E: x", retry_at=later, dead_at=None
+    )
+    await repository.reschedule(
+        session, tenant_id=tenant_id, change_id=dead.id, attempts=8, error="E: y", retry_at=later, dead_at=AT
+    )
+    await repository.delete_changes(session, [tenant_id], [done.id])
     assert [(r.attempts, r.last_error, r.next_attempt_at, r.dead_at) for r in await rows(session, tenant_id)] == [
         (2, "E: x", later, None),
         (8, "E: y", later, AT),
@@ -106,7 +155,9 @@ async def test_lag_counts_pending_and_dead_and_revive_brings_the_dead_back(
     before = await repository.lag(session, now=an_hour_later)
     await repository.enqueue_sync(session, tenant_id, "u", [uuid.uuid4(), uuid.uuid4()], written)
     _, dead = await mine(session, tenant_id, now=written)
-    await repository.reschedule(session, change_id=dead.id, attempts=8, error="E", retry_at=AT, dead_at=AT)
+    await repository.reschedule(
+        session, tenant_id=tenant_id, change_id=dead.id, attempts=8, error="E", retry_at=AT, dead_at=AT
+    )
     during = await repository.lag(session, now=an_hour_later)
     assert (during.pending - before.pending, during.dead - before.dead) == (1, 1)
     assert during.oldest_seconds == 3600  # the pending change is an hour old by the clock passed in
@@ -147,12 +198,12 @@ async def test_the_lexical_index_follows_the_items_status(
     heron, owl = (uuid.UUID(i["id"]) for i in r.json()["items"])
     t = tenant.tenant_id
     await session.execute(text("DELETE FROM item_search WHERE tenant_id = :t"), {"t": t})
-    await repository.sync_search(session, [heron, owl])
+    await repository.sync_search(session, [t, t], [heron, owl])
     assert await search_rows(session, t, "s") == {heron, owl}
     tsv = (await session.execute(text("SELECT tsv::text FROM item_search WHERE item_id = :i"), {"i": heron})).scalar()
     assert "heron" in tsv
     await session.execute(text("UPDATE context_item SET status = 'deleted' WHERE id = :i"), {"i": owl})
-    await repository.sync_search(session, [heron, owl])
+    await repository.sync_search(session, [t, t], [heron, owl])
     assert await search_rows(session, t, "s") == {heron}
     await repository.erase_search(session, t, "s")
     assert await search_rows(session, t, "s") == set()
