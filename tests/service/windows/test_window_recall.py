@@ -72,6 +72,12 @@ async def memory(client: httpx.AsyncClient, tenant: TenantKeys, user: str) -> st
     return (await seed(client, tenant, user, items))[0]
 
 
+def turn(session: str, minute: int, content: str, **kw: Any) -> dict[str, Any]:
+    """A conversation turn of ``session``, ``minute`` minutes into a day 40 days before NOW."""
+    at = (NOW - timedelta(days=40) + timedelta(minutes=minute)).isoformat()
+    return {"type": "episode", "source": "summary", "session_id": session, "observed_at": at, "content": content, **kw}
+
+
 async def squeezed_budget(client: httpx.AsyncClient, tenant: TenantKeys, user: str, target: str) -> int:
     """The largest budget at which, with a query matching nothing, the target is dropped: recency alone
     puts the oldest item first in line to give way."""
@@ -464,13 +470,6 @@ async def test_a_turn_is_relevant_in_its_conversation(
     conversation turn gains half the relevance of its best neighbour (a quarter two turns away) in the same
     session, so it holds its place where, ranked alone, it gives way. Turns of another session, items that
     are not episodes, and context_share 0 get nothing from it."""
-    day = NOW - timedelta(days=40)
-
-    def turn(session: str, minute: int, content: str, **kw: Any) -> dict[str, Any]:
-        at = (day + timedelta(minutes=minute)).isoformat()
-        return {"type": "episode", "source": "summary", "session_id": session, "observed_at": at,
-                "content": content, **kw}  # fmt: skip
-
     chat = [
         turn("s1", 0, "Melanie: Hi Caroline, how was the pottery workshop on Saturday?"),
         turn("s1", 1, "Caroline: I made a small blue bowl and a mug for my sister!"),
@@ -514,12 +513,6 @@ async def test_a_question_hands_a_share_to_its_reply(
     question shares the query's words but the answer is in the turn after it, so the question keeps
     (1 - question_share) of its relevance and hands the share to its reply; a statement and its neighbours
     are not touched. question_share 0 turns it off."""
-    day = NOW - timedelta(days=40)
-
-    def turn(session: str, minute: int, content: str) -> dict[str, Any]:
-        at = (day + timedelta(minutes=minute)).isoformat()
-        return {"type": "episode", "source": "summary", "session_id": session, "observed_at": at, "content": content}
-
     chat = [
         turn("s1", 0, "Melanie: How was the pottery workshop on Saturday?"),
         turn("s1", 1, "Caroline: I made a small blue bowl and a mug for my sister!"),
@@ -550,12 +543,6 @@ async def test_a_turn_leans_towards_its_session(client_for: Any, tenant: TenantK
     towards the session's, so a turn that matches a little there outranks an equal or slightly better lone
     match in a session about something else; within a session the order holds, and an item outside any
     conversation (a fact) moves only with the renormalisation. session_share 0 turns it off."""
-    day = NOW - timedelta(days=40)
-
-    def turn(session: str, minute: int, content: str) -> dict[str, Any]:
-        at = (day + timedelta(minutes=minute)).isoformat()
-        return {"type": "episode", "source": "summary", "session_id": session, "observed_at": at, "content": content}
-
     trip = [
         turn("s1", 0, "Jon: We went on a camping trip to the lake last weekend."),
         turn("s1", 1, "Gina: The lake sounds lovely! Was the camping cold at night?"),
