@@ -44,13 +44,13 @@ class Database:
     engine: AsyncEngine
     sessionmaker: async_sessionmaker[AsyncSession]
     reads: async_sessionmaker[AsyncSession]
+    reads_engine: AsyncEngine
     _embedded: Any = field(default=None, repr=False)
 
     async def dispose(self) -> None:
         await self.engine.dispose()
-        reads_engine = self.reads.kw.get("bind")
-        if reads_engine is not None and reads_engine is not self.engine:
-            await reads_engine.dispose()
+        if self.reads_engine is not self.engine:
+            await self.reads_engine.dispose()
 
 
 def _engine(url: str, settings: Settings, *, reads: bool) -> AsyncEngine:
@@ -78,7 +78,9 @@ def create_database(url: str, settings: Settings, *, embedded: Any = None, reads
     reads = async_sessionmaker(reads_engine, expire_on_commit=False, autoflush=False, info={READS: True})
     if reads_only:
         factory = reads
-    return Database(url=url, engine=engine, sessionmaker=factory, reads=reads, _embedded=embedded)
+    return Database(
+        url=url, engine=engine, sessionmaker=factory, reads=reads, reads_engine=reads_engine, _embedded=embedded
+    )
 
 
 @contextlib.asynccontextmanager
