@@ -11,7 +11,9 @@ table, filled with the same points), each with 50 closed-loop clients and then a
 The window runs with the default retrieve step: hybrid relevance of the user's items to the query (full-
 text search in PostgreSQL plus the embedded Qdrant Edge index, hashing embedder), with the index holding
 ``--index-points`` points in all (this user's plus filler points of 99 other users, as at 100 users x 1,000
-items). The user has items of another session too, which the query may recall. Also reported: the outbox
+items). PostgreSQL holds as many items of those 99 other users (copies of this user's, with their
+full-text rows), so the window's statements run against tables shared with other users' memory, as in a
+deployment. The user has items of another session too, which the query may recall. Also reported: the outbox
 worker's throughput indexing this user's items, and the retrieve step alone.
 
 The service time is measured four ways: the same request again and again (the rows unchanged, so the
@@ -57,6 +59,7 @@ from service.clock import Clock
 from service.context import RequestContext
 from service.db import migrate
 from service.db.engine import create_database, plain_url, session_scope
+from service.db.models import active_sql
 from service.items.service import create_items
 from service.profiles.service import add_observations
 from service.settings import Settings
@@ -135,6 +138,47 @@ async def add_filler(index: Any, rnd: random.Random, tenant: str, n: int, dim: i
         )  # fmt: skip
 
 
+async def add_other_users(url: str, tenant: str, user: str, n: int) -> int:
+    """``n`` items of 99 other users of the tenant in PostgreSQL — copies of the benchmark user's, with
+    their lexical index rows — so that the window's statements run against a table holding other users'
+    memory, as a deployment's does (the vector index gets its filler points separately). Returns how many."""
+    conn = await asyncpg.connect(plain_url(url))
+    try:
+        cols = [
+            r["column_name"]
+            for r in await conn.fetch(
+                "SELECT column_name FROM information_schema.columns WHERE table_name = 'context_item' "
+                "AND table_schema = current_schema() ORDER BY ordinal_position"
+            )
+        ]
+        copied = {"id": "gen_random_uuid()", "user_id": "'other-' || g.n"}
+        select = ", ".join(copied.get(c, f"c.{c}") for c in cols)
+        async with conn.transaction():
+            await conn.execute(
+                "INSERT INTO end_user (tenant_id, user_id, created_at, updated_at) "
+                "SELECT $1, 'other-' || n, now(), now() FROM generate_series(0, 98) AS g(n) ON CONFLICT DO NOTHING",
+                tenant,
+            )
+            status = await conn.execute(
+                f"INSERT INTO context_item ({', '.join(cols)}) "
+                f"SELECT {select} FROM generate_series(0, 98) AS g(n) CROSS JOIN LATERAL "
+                "(SELECT * FROM context_item WHERE tenant_id = $1 AND user_id = $2 ORDER BY id) AS c "
+                "LIMIT $3",
+                tenant,
+                user,
+                n,
+            )
+            await conn.execute(
+                "INSERT INTO item_search (item_id, tenant_id, user_id, tsv) "
+                "SELECT id, tenant_id, user_id, ctxmem_tsv(content) FROM context_item "
+                f"WHERE tenant_id = $1 AND user_id LIKE 'other-%' AND {active_sql()}",
+                tenant,
+            )
+        return int(status.split()[-1])
+    finally:
+        await conn.close()
+
+
 def make_observations(rnd: random.Random, n: int) -> list[ObservationCreate]:
     out = []
     for i in range(n):
@@ -206,6 +250,8 @@ async def main(args: argparse.Namespace) -> int:
         filler = max(0, args.index_points - applied)
         filler_state = rnd.getstate()  # --http fills a pgvector index with the same points again
         await add_filler(recall.index, rnd, tenant, filler, settings.vectors.embedding_dim)
+        # The same number of other users' items in PostgreSQL, with their full-text rows.
+        others = await add_other_users(url, tenant, user, filler)
         points = await recall.index.count()
         # As autovacuum soon would after a load: the planner's statistics current, and no vacuum or
         # analyze running into the timed rows (on 2 cores it shows in every figure).
@@ -231,10 +277,16 @@ async def main(args: argparse.Namespace) -> int:
             from sqlalchemy import text as sql
 
             n_items = (
-                await conn.execute(sql("SELECT count(*) FROM context_item WHERE tenant_id = :t"), {"t": tenant})
+                await conn.execute(
+                    sql("SELECT count(*) FROM context_item WHERE tenant_id = :t AND user_id = :u"),
+                    {"t": tenant, "u": user},
+                )
             ).scalar_one()
             n_entries = (
-                await conn.execute(sql("SELECT count(*) FROM profile_entry WHERE tenant_id = :t"), {"t": tenant})
+                await conn.execute(
+                    sql("SELECT count(*) FROM profile_entry WHERE tenant_id = :t AND user_id = :u"),
+                    {"t": tenant, "u": user},
+                )
             ).scalar_one()
 
         modes: dict[str, int] = {}
@@ -321,7 +373,7 @@ async def main(args: argparse.Namespace) -> int:
 
         print(
             f"window: user with {n_items} items ({len(rows)} standing or newest, {len(more)} more retrieved by id) and "
-            f"{n_entries} profile entries, "
+            f"{n_entries} profile entries ({others:,} items of 99 other users beside them), "
             f"max_tokens {args.max_tokens}, {args.calls} calls per row, modes {modes}; vector index "
             f"{points:,} points; {recalled / args.calls:.0f} items relevant per query on average; "
             f"{from_elsewhere} recalled from another session into the benchmark request's window"
@@ -350,6 +402,7 @@ async def main(args: argparse.Namespace) -> int:
             "service_cache_off_ms": {"p50": pct(uncached_ms, 50), "p99": pct(uncached_ms, 99)},
             "retrieve_ms": {"p50": pct(retrieve_ms, 50), "p99": pct(retrieve_ms, 99)},
             "index_points": points,
+            "other_users_items": others,
             "outbox_points_per_s": applied / outbox_s,
             "raw_fetch_ms": {"p50": pct(raw_ms, 50), "p99": pct(raw_ms, 99)},
             "ratio_p50": ratio,

@@ -468,7 +468,8 @@ class ItemSearch(SQLModel, table=True):
     __tablename__ = "item_search"
     __table_args__ = (
         sa.Index("ix_item_search_user", "tenant_id", "user_id"),
-        sa.Index("ix_item_search_tsv", "tsv", postgresql_using="gin"),
+        # One user's texts holding a term, found inside the index (btree_gin: migration 0015).
+        sa.Index("ix_item_search_user_tsv", "tenant_id", "user_id", "tsv", postgresql_using="gin"),
     )
 
     # The key is (item_id, tenant_id) (migration 0014): a sharded database's keys include tenant_id.

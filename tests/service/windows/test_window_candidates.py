@@ -94,6 +94,18 @@ async def test_a_user_with_100k_items_costs_a_window_a_bounded_set_of_rows(
         plan = "\n".join(r[0] for r in await driver.fetch("EXPLAIN " + repository._ITEMS_SQL, *args))
     assert "ix_context_item_standing" in plan and "ix_context_item_scoped" in plan, plan
 
+    # Each query term's texts of this user are found inside the full-text index (tenant, user and term in
+    # one GIN index), on the generic plan the window runs: not everybody's texts holding the term filtered
+    # by user afterwards, nor the user's 100,000 texts each tested against the query.
+    async with db.sessionmaker() as s:
+        driver = await driver_connection(s)
+        await driver.execute("ANALYZE item_search")
+        await driver.execute("SET plan_cache_mode = force_generic_plan")
+        args = (tenant.tenant_id, "big", "Zanzibar migration", 100, EARLY, 1000, 100_002, 2000, [], [])
+        plan = "\n".join(r[0] for r in await driver.fetch("EXPLAIN " + repository._LEXICAL, *args))
+        await driver.execute("RESET plan_cache_mode")
+    assert "ix_item_search_user_tsv" in plan, plan
+
 
 async def test_a_window_with_room_to_spare_shows_older_items_too(
     client: httpx.AsyncClient, tenant: TenantKeys, settings: Settings
