@@ -414,12 +414,14 @@ async def main(args: argparse.Namespace) -> int:
             fill.setstate(filler_state)
 
             async def shared_index() -> None:
-                """The pgvector table with the same points: this user's items through the outbox (the
-                table's creation queues them), then the same filler."""
+                """The pgvector table with as many points: every active item in PostgreSQL through the
+                outbox (the table's creation queues them: this user's and the other users' copies), then
+                filler points of the other users up to --index-points."""
                 pg = await build_recall(db, settings.replace(vector_backend="pgvector"))
                 assert pg is not None
                 await pg.worker.drain()
-                await add_filler(pg.index, fill, tenant, filler, settings.vectors.embedding_dim)
+                more = max(0, args.index_points - await pg.index.count())
+                await add_filler(pg.index, fill, tenant, more, settings.vectors.embedding_dim)
                 print(f"pgvector index: {await pg.index.count():,} points", file=sys.stderr)
                 await pg.index.close()
 
