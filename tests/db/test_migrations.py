@@ -69,3 +69,32 @@ async def test_events_are_append_only(db: Database) -> None:
     with pytest.raises(Exception, match="append-only"):
         async with db.engine.begin() as conn:
             await conn.execute(text("UPDATE event SET action = 'rewritten' WHERE tenant_id = 'append-only'"))
+
+
+async def test_without_btree_gin_a_role_that_cannot_create_it_is_told_how_to_fix_it(
+    server_url: str, settings: Settings
+) -> None:
+    """Migration 0015 needs the btree_gin extension. A role without CREATE on its database cannot create it:
+    the migration stops with what to run, leaves the schema where it was, and goes on once it exists."""
+    name, role, password = f"ctxmem_mig_{secrets.token_hex(4)}", f"ctxmem_role_{secrets.token_hex(4)}", "pw-mig"
+    admin = await asyncpg.connect(server_url)
+    await admin.execute(f'CREATE DATABASE "{name}"')
+    await admin.execute(f"CREATE ROLE \"{role}\" LOGIN PASSWORD '{password}'")
+    await admin.execute(f'GRANT CONNECT, TEMPORARY ON DATABASE "{name}" TO "{role}"')
+    on_db = await asyncpg.connect(make_url(server_url).set(database=name).render_as_string(hide_password=False))
+    await on_db.execute(f'GRANT ALL ON SCHEMA public TO "{role}"')
+    url = make_url(server_url).set(database=name, username=role, password=password)
+    db = create_database(url.render_as_string(hide_password=False), settings)
+    try:
+        with pytest.raises(RuntimeError, match="CREATE EXTENSION btree_gin"):
+            await migrate.upgrade(db.engine)
+        assert await migrate.current_revision(db.engine) != migrate.head_revision()
+        await on_db.execute("CREATE EXTENSION btree_gin")
+        await migrate.upgrade(db.engine)
+        assert await migrate.current_revision(db.engine) == migrate.head_revision()
+    finally:
+        await db.dispose()
+        await on_db.close()
+        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        await admin.execute(f'DROP ROLE IF EXISTS "{role}"')
+        await admin.close()
