@@ -49,7 +49,7 @@ from typing import Any
 import asyncpg
 import httpx
 
-from bench.common import bench_database, bench_parser
+from bench.common import bench_database, bench_parser, describe_speed, machine_speed
 from schemas.items import ItemCreate
 from schemas.profiles import ObservationCreate
 from schemas.windows import WindowRequest
@@ -289,6 +289,8 @@ async def main(args: argparse.Namespace) -> int:
                 )
             ).scalar_one()
 
+        speed = await machine_speed(url)
+        print(describe_speed(speed))
         modes: dict[str, int] = {}
         # As the app's lifespan does: what setup built is left out of the cyclic collector's full passes.
         gc.collect()
@@ -407,6 +409,7 @@ async def main(args: argparse.Namespace) -> int:
             "raw_fetch_ms": {"p50": pct(raw_ms, 50), "p99": pct(raw_ms, 99)},
             "ratio_p50": ratio,
             "modes": modes,
+            "machine": speed,
         }
         await recall.index.close()  # the servers below open it (one worker) or use PostgreSQL's (more)
         if args.http:
