@@ -151,7 +151,8 @@ async def add_other_users(url: str, tenant: str, user: str, n: int) -> int:
                 "AND table_schema = current_schema() ORDER BY ordinal_position"
             )
         ]
-        copied = {"id": "gen_random_uuid()", "user_id": "'other-' || g.n"}
+        # Time-ordered ids, as the service writes them: the other users' items are the newest in the table.
+        copied = {"id": "ctxmem_uuid7()", "user_id": "'other-' || g.n"}
         select = ", ".join(copied.get(c, f"c.{c}") for c in cols)
         async with conn.transaction():
             await conn.execute(
