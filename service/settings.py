@@ -399,6 +399,10 @@ class RecallSettings(_Group):
     # The lexical ranking ranks by the query's terms that are expected in at most this many of the user's
     # texts (service/windows/repository.py): what keeps it flat as a user's memory grows.
     lexical_max_hits: int = Field(2_000, ge=1, le=1_000_000)
+    # A user with at most this many texts is ranked from a per-process copy of them (service/windows/
+    # lexicon.py), the copies holding this many postings in all (4 bytes each; ~35 per text); 0 turns it off.
+    lexicon_texts: int = Field(5_000, ge=0, le=1_000_000)
+    lexicon_postings: int = Field(2_000_000, ge=0)
 
 
 class WindowSettings(_Group):
@@ -519,6 +523,8 @@ FLAT_NAMES: dict[str, str] = {
     "period_share": "recall.period_share",
     "lexical_pending_limit": "recall.lexical_pending_limit",
     "lexical_max_hits": "recall.lexical_max_hits",
+    "lexicon_texts": "recall.lexicon_texts",
+    "lexicon_postings": "recall.lexicon_postings",
     "window_watermark": "window.watermark",
     "window_recent_items": "window.recent_items",
     "window_cache_entries": "window.cache_entries",

@@ -462,12 +462,14 @@ class VectorOutbox(SQLModel, table=True):
 
 class ItemSearch(SQLModel, table=True):
     """The lexical index of active items: ``ctxmem_tsv(content)`` (English stemming plus CJK characters
-    as tokens), with a GIN index. Maintained by the outbox worker with the vector index, off the write
-    path; a row is removed when its item stops being active (and with the item itself)."""
+    as tokens) and the item's expiry, with a GIN index. Maintained by the outbox worker with the vector
+    index, off the write path; a row is removed when its item stops being active (and with the item
+    itself)."""
 
     __tablename__ = "item_search"
     __table_args__ = (
-        sa.Index("ix_item_search_user", "tenant_id", "user_id"),
+        # The user's rows and their change numbers, read without the table (migration 0016).
+        sa.Index("ix_item_search_user_seq", "tenant_id", "user_id", "seq"),
         # One user's texts holding a term, found inside the index (btree_gin: migration 0015).
         sa.Index("ix_item_search_user_tsv", "tenant_id", "user_id", "tsv", postgresql_using="gin"),
     )
@@ -477,6 +479,12 @@ class ItemSearch(SQLModel, table=True):
     tenant_id: str = _col(sa.Text, primary_key=True)
     user_id: str = _col(sa.Text)
     tsv: Any = _col(pg.TSVECTOR)
+    # The item's expires_at (set when it is written, never changed): the lexical ranking leaves out expired
+    # texts without reading their items (migration 0016).
+    expires_at: datetime | None = _ts(nullable=True)
+    # A new number each time the row is written (sequence item_search_seq): a user's count of rows and sum
+    # of seq tell a process whether its copy of the user's texts is current (service/windows/lexicon.py).
+    seq: int = _col(sa.BigInteger, server_default=sa.text("nextval('item_search_seq')"))
 
 
 class ConsoleSession(SQLModel, table=True):

@@ -194,12 +194,14 @@ async def items_to_index(session: AsyncSession, tenant_ids: Sequence[str], item_
 # The lexical index (item_search) of the items a batch touches: the active ones (re)indexed, the others
 # removed. Set-based: one statement each per batch. The conflict target is item_search's key, (item_id,
 # tenant_id) since migration 0014: a sharded database's unique keys include its distribution column; the
-# delete's NOT EXISTS matches the item on both, a join inside one shard there.
+# delete's NOT EXISTS matches the item on both, a join inside one shard there. A re-indexed row takes the
+# proposed row's seq (its column default: a new number, lexicon.py) and its item's expires_at.
 _SEARCH_UPSERT = (
-    "INSERT INTO item_search (item_id, tenant_id, user_id, tsv) "
-    "SELECT id, tenant_id, user_id, ctxmem_tsv(content) FROM context_item "
+    "INSERT INTO item_search (item_id, tenant_id, user_id, tsv, expires_at) "
+    "SELECT id, tenant_id, user_id, ctxmem_tsv(content), expires_at FROM context_item "
     "WHERE {tenants} AND id = ANY(:ids) AND status = ANY(:active) "
-    "ON CONFLICT (item_id, tenant_id) DO UPDATE SET tsv = EXCLUDED.tsv"
+    "ON CONFLICT (item_id, tenant_id) DO UPDATE SET tsv = EXCLUDED.tsv, expires_at = EXCLUDED.expires_at, "
+    "seq = EXCLUDED.seq"
 )
 _SEARCH_DELETE = (
     "DELETE FROM item_search s WHERE {tenants} AND s.item_id = ANY(:ids) AND NOT EXISTS "

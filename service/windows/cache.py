@@ -47,6 +47,11 @@ class WindowCache:
         self.hits += 1
         return entry
 
+    def peek(self, key: Hashable) -> Cached | None:
+        """The entry held for ``key`` whatever its version (to bring it up to date), without counting a
+        hit or a miss."""
+        return self._entries.get(key)
+
     def put(self, key: Hashable, entry: Cached, *, max_entries: int, max_rows: int) -> None:
         old = self._entries.pop(key, None)
         if old is not None:

@@ -101,6 +101,8 @@ async def relevance(
             pending=settings.recall.lexical_pending_limit,
             documents=documents,
             max_hits=settings.recall.lexical_max_hits,
+            lexicon_texts=settings.recall.lexicon_texts,
+            lexicon_postings=settings.recall.lexicon_postings,
         ),
         vectors(),
     )

@@ -10,11 +10,14 @@ from datetime import datetime
 from typing import Any
 
 import asyncpg
+import numpy as np
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from scoring import lexical
 from scoring.scopes import EVERYWHERE, INSTANCE_SCOPES
 from service.db.engine import READS, driver_connection
 from service.db.models import SCOPED_ITEM, STANDING_ITEM, active_sql
+from service.windows import lexicon
 
 
 class Row(asyncpg.Record):
@@ -359,76 +362,50 @@ async def window_entries(session: AsyncSession, *, tenant_id: str, user_id: str)
     return list(await driver.fetch(_ENTRIES_SQL, tenant_id, user_id, record_class=Row))
 
 
-# The query's terms, most common last, are kept while the hits they would bring stay within $8: a term's
-# share of all indexed texts ($9 / $10: PostgreSQL's own statistics of item_search.tsv, most_common_elems,
-# refreshed by ANALYZE and read by ``term_shares``) times the user's $7 items estimates how many of the
-# user's texts hold it. Ranking every text
-# that holds a very common word is what would make a window slower as a user's memory grows, and such a
-# word says little about what is relevant (its inverse document frequency is near 0): a user with a few
-# thousand items keeps every term; one with 100,000 keeps the rarer ones, and a query made only of very
-# common words is ranked by the vector index alone.
-#
-# Then: indexed items through item_search (GIN), plus the user's newest $6 changes the outbox worker has not
-# applied yet (their text analysed here, from the outbox's side: normally a few rows; capped so that a
-# user's bulk import does not make every window analyse thousands of texts — older ones are searchable
-# once the worker reaches them). Each kept term is looked up on its own (one GIN probe per term), which
-# gives its document frequency among the user's texts; a text scores BM25 over the terms it holds
-# (k1 1.2, b 0.75, term presence, length = its distinct lexemes, N = $7 or the texts found, float8
-# arithmetic throughout: numeric made the sum 3x slower). The best $4 are then re-checked against context_item
-# (active, unexpired), so a lagging index never brings back a dead item. The same round trip reads the
-# age of the oldest change of this user's that the worker has not applied (a probe of ix_vector_outbox_user):
-# whether the vector index can be trusted for this user's items. Another user's backlog does not make it
-# wrong for this one, and the probe stays on one shard on Citus (docs/citus.md).
-_LEXICAL = f"""
-WITH terms AS (
-    SELECT t.lexeme, coalesce(st.f, 0) AS f
-    FROM unnest(tsvector_to_array(ctxmem_tsv($3))) AS t(lexeme)
-    LEFT JOIN unnest($9::text[], $10::real[]) AS st(e, f) ON st.e = t.lexeme
-),
-kept AS (
-    SELECT lexeme, quote_literal(lexeme)::tsquery AS q
-    FROM (SELECT lexeme, sum(f) OVER (ORDER BY f, lexeme) AS running FROM terms) AS r
-    WHERE running * $7 <= $8
+# The lexical ranking's inputs, in two round trips (the ranking itself is scoring.lexical's): first the
+# query's terms (analysed as the index analyses texts: ctxmem_tsv) and the age of the oldest change of this
+# user's that the outbox worker has not applied (a probe of ix_vector_outbox_user): whether the vector
+# index can be trusted for this user's items. Another user's backlog does not make it wrong for this one,
+# and the probe stays on one shard on Citus (docs/citus.md).
+# With them, when $4 > 0, the version of the user's texts (lexicon.py: their count and sum of seq, read
+# from ix_item_search_user_seq alone) for a user with fewer than $4 of them: whether this process's copy of
+# them is current.
+_LEXICAL_TERMS = """
+SELECT tsvector_to_array(ctxmem_tsv($3)) AS lexemes,
+       (SELECT EXTRACT(EPOCH FROM now() - created_at)::float8 FROM vector_outbox
+        WHERE tenant_id = $1 AND user_id = $2 AND dead_at IS NULL ORDER BY id LIMIT 1) AS lag,
+       v.texts, v.seqs::bigint AS seqs
+FROM (SELECT count(*) AS texts, sum(seq) AS seqs
+      FROM (SELECT seq FROM item_search WHERE tenant_id = $1 AND user_id = $2 AND $4::int > 0 LIMIT $4) AS u) AS v
+"""
+# Then, for each kept term ($3), the user's texts holding it and their lengths (distinct lexemes): the
+# indexed ones through item_search's per-user GIN index (one probe per term), unexpired ($4: item_search
+# keeps its item's expires_at; it holds active items only, the worker removes the others), plus the
+# user's newest $5 changes the worker has not applied yet — their item_search rows (if any) are
+# skipped and their text analysed here from the item, if still in force: normally a few rows; capped so
+# that a user's bulk import does not make every window analyse thousands of texts (older ones are
+# searchable once the worker reaches them). Ids go as uuid[]: decoding them costs half what text does.
+_POSTINGS = f"""
+WITH kept AS (
+    SELECT lexeme, quote_literal(lexeme)::tsquery AS q FROM unnest($3::text[]) AS k(lexeme)
 ),
 pending AS MATERIALIZED (
-    SELECT DISTINCT c.id, ctxmem_tsv(c.content) AS tsv
+    SELECT DISTINCT c.id,
+           CASE WHEN {active_sql("c")} AND (c.expires_at IS NULL OR c.expires_at > $4)
+                THEN ctxmem_tsv(c.content) END AS tsv
     FROM (SELECT item_id FROM vector_outbox
-          WHERE tenant_id = $1 AND user_id = $2 AND dead_at IS NULL ORDER BY id DESC LIMIT $6) o
+          WHERE tenant_id = $1 AND user_id = $2 AND dead_at IS NULL ORDER BY id DESC LIMIT $5) o
     JOIN context_item c ON c.id = o.item_id
     WHERE c.tenant_id = $1
 ),
-pairs AS MATERIALIZED (
+pairs AS (
     SELECT k.lexeme, s.item_id AS id, length(s.tsv) AS len
     FROM kept k JOIN item_search s ON s.tenant_id = $1 AND s.user_id = $2 AND s.tsv @@ k.q
-    WHERE NOT EXISTS (SELECT 1 FROM pending p WHERE p.id = s.item_id)
+    WHERE (s.expires_at IS NULL OR s.expires_at > $4) AND NOT EXISTS (SELECT 1 FROM pending p WHERE p.id = s.item_id)
     UNION ALL
     SELECT k.lexeme, p.id, length(p.tsv) FROM kept k JOIN pending p ON p.tsv @@ k.q
-),
-docs AS (
-    SELECT count(*)::float8 AS n, coalesce(avg(len), 1)::float8 AS avglen
-    FROM (SELECT id, max(len) AS len FROM pairs GROUP BY id) AS d
-),
-idf AS (
-    SELECT c.lexeme, ln(1::float8 + (greatest($7::float8, d.n) - c.df + 0.5::float8) / (c.df + 0.5::float8)) AS w
-    FROM (SELECT lexeme, count(*)::float8 AS df FROM pairs GROUP BY lexeme) AS c, docs d
-),
-scored AS (
-    SELECT p.id, sum(i.w) * 2.2::float8 / (1::float8 + 1.2::float8
-           * (0.25::float8 + 0.75::float8 * max(p.len) / greatest(d.avglen, 1::float8))) AS r
-    FROM pairs p JOIN idf i USING (lexeme), docs d
-    GROUP BY p.id, d.avglen
 )
-SELECT (SELECT EXTRACT(EPOCH FROM now() - created_at)::float8 FROM vector_outbox
-        WHERE tenant_id = $1 AND user_id = $2 AND dead_at IS NULL ORDER BY id LIMIT 1) AS lag,
-       (SELECT count(*) FROM terms) - (SELECT count(*) FROM kept) AS ignored,
-       t.id, t.r
-FROM (SELECT 1) AS one LEFT JOIN (
-    SELECT c.id::text AS id, h.r
-    FROM (SELECT id, r FROM scored ORDER BY r DESC, id DESC LIMIT $4) h
-    JOIN context_item c ON c.tenant_id = $1 AND c.id = h.id
-    WHERE {active_sql("c")} AND (c.expires_at IS NULL OR c.expires_at > $5)
-) AS t ON true
-ORDER BY t.r DESC, t.id DESC
+SELECT lexeme, array_agg(id) AS ids, array_agg(len) AS lens FROM pairs GROUP BY lexeme
 """
 
 
@@ -532,10 +509,10 @@ WHERE schemaname = current_schema() AND tablename = 'item_search' AND attname = 
 # Read at most once a minute per process: planning a join with the pg_stats view costs more than the
 # ranking itself (~8 ms against ~1 ms), and the statistics change only when ANALYZE runs.
 SHARES_TTL_SECONDS = 60.0
-_shares: tuple[float, list[str], list[float]] | None = None
+_shares: tuple[float, dict[str, float]] | None = None
 
 
-async def term_shares(driver: Any) -> tuple[list[str], list[float]]:
+async def term_shares(driver: Any) -> dict[str, float]:
     """The most common lexemes of the lexical index and the share of indexed texts holding each (empty
     before the first ANALYZE)."""
     global _shares
@@ -544,8 +521,8 @@ async def term_shares(driver: Any) -> tuple[list[str], list[float]]:
         row = await driver.fetchrow(_SHARES_SQL)
         elems = list(row["elems"] or []) if row is not None else []
         freqs = list(row["freqs"] or [])[: len(elems)] if row is not None else []
-        _shares = (now, elems, freqs)
-    return _shares[1], _shares[2]
+        _shares = (now, dict(zip(elems, freqs, strict=True)))
+    return _shares[1]
 
 
 async def lexical_ranking(
@@ -559,15 +536,49 @@ async def lexical_ranking(
     pending: int = 1_000,
     documents: int = 0,
     max_hits: int = 2_000,
+    lexicon_texts: int = 0,
+    lexicon_postings: int = 0,
 ) -> tuple[list[tuple[str, float]], float, int]:
     """(id, BM25 score) of the user's active items matching any of the query's kept terms, best first
-    (inverse document frequencies from the user's own texts, length-normalised), how many
-    seconds the oldest of this user's changes still queued for the indexes has waited (0: none), and how many of the
-    query's terms were too common among the user's ``documents`` items to rank by (``max_hits``)."""
+    (scoring.lexical: inverse document frequencies from the user's own texts, length-normalised), how many
+    seconds the oldest of this user's changes still queued for the indexes has waited (0: none), and how
+    many of the query's terms were too common among the user's ``documents`` items to rank by
+    (``max_hits``). A user with at most ``lexicon_texts`` texts and nothing queued is ranked from this
+    process's copy of them (lexicon.py; copies bounded by ``lexicon_postings`` in all), the others in
+    PostgreSQL."""
     driver = await driver_connection(session)
-    elems, freqs = await term_shares(driver)
-    rows = await driver.fetch(
-        _LEXICAL, tenant_id, user_id, query, limit, now, pending, documents, max_hits, elems, freqs
-    )
-    hits = [(r["id"], float(r["r"])) for r in rows if r["id"] is not None]
-    return hits, max(0.0, rows[0]["lag"] or 0.0), int(rows[0]["ignored"] or 0)
+    shares = await term_shares(driver)
+    copy = lexicon_texts > 0 and lexicon_postings > 0 and documents <= lexicon_texts
+    row = await driver.fetchrow(_LEXICAL_TERMS, tenant_id, user_id, query, lexicon_texts + 1 if copy else 0)
+    assert row is not None
+    kept, ignored = lexical.kept_terms(row["lexemes"] or [], shares, documents=documents, max_hits=max_hits)
+    lag = max(0.0, row["lag"] or 0.0)
+    if not kept:
+        return [], lag, ignored
+    if copy and row["lag"] is None and 0 < row["texts"] <= lexicon_texts:
+        held = await lexicon.current(
+            driver,
+            tenant_id=tenant_id,
+            user_id=user_id,
+            version=(row["texts"], row["seqs"]),
+            max_postings=lexicon_postings,
+        )
+        if held is not None:
+            found = held.postings_of(kept, now)
+            hits = lexical.bm25(found, held.lengths, held.keys, documents=documents, limit=limit)
+            return hits, lag, ignored
+    rows = await driver.fetch(_POSTINGS, tenant_id, user_id, kept, now, pending)
+    index: dict[Any, int] = {}
+    lengths: list[int] = []
+    postings = []
+    for r in rows:
+        at = []
+        for key, n in zip(r["ids"], r["lens"], strict=True):
+            i = index.get(key)
+            if i is None:
+                i = index[key] = len(lengths)
+                lengths.append(n)
+            at.append(i)
+        postings.append(np.array(at, dtype=np.int32))
+    ranked = lexical.bm25(postings, np.array(lengths, dtype=np.int32), list(index), documents=documents, limit=limit)
+    return [(str(key), score) for key, score in ranked], lag, ignored

@@ -60,8 +60,9 @@ ALLOWED: dict[str, str] = {
     # with one statement per step for the batch, kept to its tenants (tenant_id = ANY(…)).
     "DELETE FROM vector_outbox WHERE tenant_id = ANY(": f"{_BATCH}: the applied changes retired",
     "FROM context_item WHERE tenant_id = ANY(": f"{_BATCH}: the items read for the vector index",
-    "INSERT INTO item_search (item_id, tenant_id, user_id, tsv) SELECT": f"{_BATCH}: the lexical index's upsert, a "
-    "co-located INSERT … SELECT (tenant_id into tenant_id) whose conflict target is the key (item_id, tenant_id)",
+    "INSERT INTO item_search (item_id, tenant_id, user_id, tsv, expires_at) SELECT": f"{_BATCH}: the lexical "
+    "index's upsert, a co-located INSERT … SELECT (tenant_id into tenant_id) whose conflict target is the key "
+    "(item_id, tenant_id)",
     "DELETE FROM item_search s WHERE s.tenant_id = ANY(": f"{_BATCH}: the lexical index's delete, its NOT EXISTS "
     "joined on tenant_id (co-located)",
     "count(*) FILTER (WHERE dead_at IS NULL) AS pending": "the outbox's lag over every tenant (/readyz, /metrics, "

@@ -86,6 +86,6 @@ async def test_a_window_reads_on_the_reads_pool_without_a_transaction(
         body = {"input": f"how far behind is the orders replica? ({turn})", "max_tokens": 300}
         w = await client.post(target, json=body, headers=tenant.agent)
         assert w.status_code == 200, w.text
-        (reader,) = {conn for conn, query in sent if "WITH terms AS" in query}  # the lexical ranking's
+        (reader,) = {conn for conn, query in sent if "AS lexemes" in query}  # the lexical ranking's
         on_reader = [query.split()[0].upper() for conn, query in sent if conn == reader]
         assert on_reader and not {"BEGIN", "BEGIN;", "SET", "COMMIT", "COMMIT;"} & set(on_reader), on_reader
