@@ -16,11 +16,14 @@ full-text rows), so the window's statements run against tables shared with other
 deployment. The user has items of another session too, which the query may recall. Also reported: the outbox
 worker's throughput indexing this user's items, and the retrieve step alone.
 
-The service time is measured four ways: the same request again and again (the rows unchanged, so the
+The service time is measured five ways: the same request again and again (the rows unchanged, so the
 per-process window cache serves what the rows give); a new input every call (what a conversation does:
 the text to count and the query change each turn); with vector recall off (relevance from PostgreSQL
-only, as when the index is down: ``degraded``); and with the cache off, so every call fetches and derives
-everything — what the first window after any write to the user's items or profile costs.
+only, as when the index is down: ``degraded``); a new input every call ranked by BM25 in PostgreSQL
+rather than from the process's copy of the user's texts (service/windows/lexicon.py); and with both
+caches off, so every call fetches and derives everything and ranks in PostgreSQL — what the first window
+after any write to the user's items or profile costs at most (after a write the copy is brought up to
+date by reading the rows written since, which costs less than ranking in PostgreSQL).
 
     python -m bench.window [--calls 2000] [--items 1000] [--entries 200] [--index-points 100000] [--http]
                            [--workers 1,2,N] [--offered 100] [--open-seconds 10] [--database-url URL]
@@ -317,7 +320,8 @@ async def main(args: argparse.Namespace) -> int:
         service_ms = await service_times(settings, vary=False)
         varied_ms = await service_times(settings, vary=True)
         lexical_ms = await service_times(settings, vary=True, vectors=None)
-        uncached_ms = await service_times(settings.replace(window_cache_entries=0), vary=True)
+        in_postgres_ms = await service_times(settings.replace(lexicon_texts=0), vary=True)
+        uncached_ms = await service_times(settings.replace(window_cache_entries=0, lexicon_texts=0), vary=True)
         retrieve_ms: list[float] = []
         fixed_ms: list[float] = []
         recalled = 0
@@ -387,6 +391,7 @@ async def main(args: argparse.Namespace) -> int:
             ("window service time", service_ms),
             ("  … a new input and query every call", varied_ms),
             ("  … vector recall off (PostgreSQL only)", lexical_ms),
+            ("  … ranked in PostgreSQL (no copy of texts)", in_postgres_ms),
             ("  … cache off (every call after a write)", uncached_ms),
             ("retrieve step alone (hybrid relevance)", retrieve_ms),
             ("  … the first row's query", fixed_ms),
@@ -402,6 +407,7 @@ async def main(args: argparse.Namespace) -> int:
             "service_ms": {"p50": pct(service_ms, 50), "p99": pct(service_ms, 99)},
             "service_new_input_ms": {"p50": pct(varied_ms, 50), "p99": pct(varied_ms, 99)},
             "service_lexical_only_ms": {"p50": pct(lexical_ms, 50), "p99": pct(lexical_ms, 99)},
+            "service_lexical_in_postgres_ms": {"p50": pct(in_postgres_ms, 50), "p99": pct(in_postgres_ms, 99)},
             "service_cache_off_ms": {"p50": pct(uncached_ms, 50), "p99": pct(uncached_ms, 99)},
             "retrieve_ms": {"p50": pct(retrieve_ms, 50), "p99": pct(retrieve_ms, 99)},
             "index_points": points,
