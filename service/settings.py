@@ -400,9 +400,10 @@ class RecallSettings(_Group):
     # texts (service/windows/repository.py): what keeps it flat as a user's memory grows.
     lexical_max_hits: int = Field(2_000, ge=1, le=1_000_000)
     # A user with at most this many texts is ranked from a per-process copy of them (service/windows/
-    # lexicon.py), the copies holding this many postings in all (4 bytes each; ~35 per text); 0 turns it off.
+    # lexicon.py), the copies weighing this much in all (a posting or a text each weigh 1; ~36 per text;
+    # 10-25 bytes of memory per unit measured); 0 turns it off.
     lexicon_texts: int = Field(5_000, ge=0, le=1_000_000)
-    lexicon_postings: int = Field(2_000_000, ge=0)
+    lexicon_postings: int = Field(1_000_000, ge=0)
 
 
 class WindowSettings(_Group):

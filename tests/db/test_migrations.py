@@ -13,6 +13,7 @@ from alembic.runtime.migration import MigrationContext
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
 
+from schemas.items import ItemCreate
 from service.db import migrate
 from service.db.embedded import ensure_database
 from service.db.engine import Database, create_database
@@ -98,3 +99,42 @@ async def test_without_btree_gin_a_role_that_cannot_create_it_is_told_how_to_fix
         await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         await admin.execute(f'DROP ROLE IF EXISTS "{role}"')
         await admin.close()
+
+
+async def test_item_search_rows_written_before_0016_get_their_expiry_and_a_change_number(
+    empty_db: Database, settings: Settings
+) -> None:
+    """Migration 0016 copies each indexed item's expires_at into item_search and numbers every existing row
+    (the per-process copy of a user's texts is checked against their count and sum of seq)."""
+    from service.auth.service import Principal, create_key
+    from service.clock import Clock
+    from service.context import RequestContext
+    from service.db.engine import session_scope
+    from service.items.service import create_items
+    from service.tokenizer import build_tokenizer
+    from service.vectors.repository import sync_search
+
+    await migrate.upgrade(empty_db.engine)
+    tokenizer = build_tokenizer(settings.tokens.tokenizer, cache_dir=settings.resolved_tokenizer_cache_dir)
+    now = Clock().now()
+    async with session_scope(empty_db) as s:
+        key = await create_key(s, tenant_id="t-mig", role="agent", name=None, now=now, actor="test")
+    principal = Principal(tenant_id="t-mig", key_id=key.id, role="agent")
+    soon = "2999-01-01T00:00:00+00:00"
+    async with session_scope(empty_db) as s:
+        ctx = RequestContext(s, principal, settings, tokenizer, now)
+        items = [{"type": "fact", "content": "walrus tank", "expires_at": soon}, {"type": "fact", "content": "narwhal"}]
+        written = await create_items(ctx, user_id="u", items=[ItemCreate.model_validate(i) for i in items], batch=True)
+        await sync_search(s, ["t-mig"], [w.id for w in written])
+    await migrate.downgrade(empty_db.engine, "20261202_0015")
+    async with empty_db.engine.connect() as conn:
+        cols = set((await conn.execute(text("SELECT column_name FROM information_schema.columns "
+                                            "WHERE table_name = 'item_search'"))).scalars())  # fmt: skip
+    assert "seq" not in cols and "expires_at" not in cols
+    await migrate.upgrade(empty_db.engine)
+    async with empty_db.engine.connect() as conn:
+        rows = (await conn.execute(text("SELECT item_id, expires_at, seq FROM item_search ORDER BY seq"))).all()
+    by_id = {r.item_id: r for r in rows}
+    assert by_id[written[0].id].expires_at is not None and by_id[written[0].id].expires_at.year == 2999
+    assert by_id[written[1].id].expires_at is None
+    assert len({r.seq for r in rows}) == 2 and all(r.seq > 0 for r in rows)
