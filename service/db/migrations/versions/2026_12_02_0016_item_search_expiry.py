@@ -28,7 +28,8 @@ def upgrade() -> None:
     )
     # seq: a new number from one sequence each time a row is written (inserted, or re-indexed by the
     # worker's upsert). A user's (count of rows, sum of seq) changes with every insert, update and delete of
-    # the user's rows: service/windows/lexicon.py. Read from the user's index entries alone.
+    # the user's rows: service/windows/lexicon.py. Read from the user's index entries alone. A column with
+    # a volatile default rewrites the table under an exclusive lock: 3.2 s for 92,000 rows here.
     op.execute("CREATE SEQUENCE item_search_seq AS bigint")
     op.add_column(
         "item_search",
