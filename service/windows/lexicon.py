@@ -100,11 +100,11 @@ class Lexicon:
         """This copy with ``rows`` (id, lexemes, expires_at, seq) written — new texts, or new versions of
         held ones — and the texts of ``removed`` ids gone."""
         keys, seqs, at = list(self.keys), list(self.seqs), dict(self.at)
-        alive = list(self.alive)
+        dead: list[int] = []
         for key in removed:
             i = at.pop(key, None)
             if i is not None:
-                alive[i] = False
+                dead.append(i)
         lengths: list[int] = []
         expires: list[float] = []
         added: dict[str, list[int]] = {}
@@ -112,11 +112,10 @@ class Lexicon:
         for r in rows:
             old = at.get(r["id"])
             if old is not None:
-                alive[old] = False
+                dead.append(old)
             i = at[r["id"]] = len(keys)
             keys.append(r["id"])
             seqs.append(r["seq"])
-            alive.append(True)
             top = max(top, r["seq"])
             lexemes = r["lexemes"]
             lengths.append(len(lexemes))
@@ -132,15 +131,16 @@ class Lexicon:
             new = np.array(ids, dtype=np.int32)
             old_ids = postings.get(term)
             postings[term] = new if old_ids is None else np.concatenate((old_ids, new))
-        live = [i for i in at.values()]
+        alive = np.concatenate((self.alive, np.ones(len(keys) - len(self.keys), dtype=np.bool_)))
+        alive[dead] = False
         return Lexicon(
-            version=(len(live), sum(seqs[i] for i in live), 0, 0),
+            version=(len(at), sum(seqs[i] for i in at.values()), 0, 0),
             keys=keys,
             seqs=seqs,
             at=at,
             lengths=np.concatenate((self.lengths, np.array(lengths, dtype=np.int32))),
             expires=np.concatenate((self.expires, np.array(expires, dtype=np.float64))),
-            alive=np.array(alive, dtype=np.bool_),
+            alive=alive,
             postings=postings,
             rows=self.rows + sum(lengths) + len(lengths),
             top=top,
