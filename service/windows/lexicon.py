@@ -22,18 +22,20 @@ is then built again. And the copy is used only when the outbox worker has applie
 changes — otherwise the ranking must analyse the pending texts, which PostgreSQL does
 (repository.lexical_ranking). The database stays the source of truth: each process keeps its own copies.
 
-Only users with at most ``recall.lexicon_texts`` texts get a copy (the first build reads all of the
-user's texts: ~20 ms per 1,000 here, ~12 of them PostgreSQL reading the texts; paid once per process and
-user); larger users are ranked in PostgreSQL, whose cost stays flat (the GIN index is per user and very
-common terms are dropped). Copies are bounded in all by ``recall.lexicon_postings`` (LRU over
-``cache.WindowCache``), postings and texts each weighing 1: measured with tracemalloc, 0.9 MB for 1,000
-texts of 34 lexemes over a 5,000-word vocabulary and 1.7 MB for 5,000 (the arrays' own overhead per term
-dominates a small copy), so 10-25 bytes per unit of weight.
+Only users with at most ``recall.lexicon_texts`` texts get a copy, at their second ranking in a process
+(the build reads all of the user's texts: ~20 ms per 1,000 here, ~12 of them PostgreSQL reading the
+texts — not worth it for a user who asks once, and building on every first request would thrash the
+copies once more users ask than they hold); larger users are ranked in PostgreSQL, whose cost stays flat
+(the GIN index is per user and very common terms are dropped). Copies are bounded in all by
+``recall.lexicon_postings`` (LRU over ``cache.WindowCache``), postings and texts each weighing 1: measured
+with tracemalloc, 0.9 MB for 1,000 texts of 34 lexemes over a 5,000-word vocabulary and 1.7 MB for 5,000
+(the arrays' own overhead per term dominates a small copy), so 10-25 bytes per unit of weight.
 """
 
 from __future__ import annotations
 
 import math
+from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -181,6 +183,8 @@ async def current(
     if isinstance(found, Lexicon):
         return found
     held = LEXICONS.peek(key)
+    if not isinstance(held, Lexicon) and not _asked_before(key):
+        return None
     copy = held if isinstance(held, Lexicon) else EMPTY
     rows = await driver.fetch(_DELTA, tenant_id, user_id, copy.top)
     now = (rows[0]["texts"], rows[0]["seqs"], 0, 0)
@@ -195,3 +199,20 @@ async def current(
 
 # One per process, keyed by (tenant, user); only ever used after the version was read and matched.
 LEXICONS = WindowCache()
+# The users without a copy who asked for a ranking lately (most recent last, at most ASKED_USERS). A copy is
+# built for a user's second ranking, not the first: building costs ~20 ms per 1,000 texts, which a user
+# who asks once would pay for nothing — and with more users asking than the copies hold, building on
+# every first request would evict and rebuild copies on every window.
+ASKED_USERS = 10_000
+_asked: OrderedDict[tuple[str, str], None] = OrderedDict()
+
+
+def _asked_before(key: tuple[str, str]) -> bool:
+    """Whether ``key`` asked before (and is now forgotten); else remember that it asked."""
+    if key in _asked:
+        del _asked[key]
+        return True
+    _asked[key] = None
+    while len(_asked) > ASKED_USERS:
+        _asked.popitem(last=False)
+    return False

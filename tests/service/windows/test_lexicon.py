@@ -55,8 +55,10 @@ async def rank(db: Database, tenant: TenantKeys, user: str, query: str, *, copy:
 @pytest.fixture(autouse=True)
 def fresh_copies() -> Any:
     lexicon.LEXICONS.clear()
+    lexicon._asked.clear()
     yield
     lexicon.LEXICONS.clear()
+    lexicon._asked.clear()
 
 
 async def test_the_copy_ranks_as_postgresql_does(
@@ -138,8 +140,10 @@ async def test_the_copy_follows_changes_by_delta_and_by_reconciling(
     transaction that committed late) or removed is found by listing the user's (id, seq) pairs."""
     ids = await seed(client, tenant, "sync", [{"type": "episode", "content": f"walrus log {i}"} for i in range(8)])
     await vectors.worker.drain()
-    await rank(db, tenant, "sync", "walrus", copy=True)
     key = (tenant.tenant_id, "sync")
+    await rank(db, tenant, "sync", "walrus", copy=True)
+    assert lexicon.LEXICONS.peek(key) is None  # a user's first ranking builds no copy: ranked in PostgreSQL
+    await rank(db, tenant, "sync", "walrus", copy=True)
     first = lexicon.LEXICONS.peek(key)
     assert isinstance(first, lexicon.Lexicon) and len(first.at) == 8
 
