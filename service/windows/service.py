@@ -32,7 +32,7 @@ from service.tracing import traced
 from service.windows import recall, repository
 from service.windows.cache import CACHE
 from service.windows.metrics import WindowStats
-from service.windows.state import UserState, Variant, item_element, retrieved_elements
+from service.windows.state import ProfilePart, UserState, Variant, item_element, profile_part, retrieved_elements
 
 # BPEs whose pre-tokenizer never puts a newline and a following "#" into one piece: a window text counts
 # as the sum of its section blocks (scoring.window.assemble_prepared, count_blocks; checked against the
@@ -479,7 +479,11 @@ def _selection(ctx: RequestContext, user_id: str, req: WindowRequest) -> reposit
 @traced("window.state")
 async def _user_state(ctx: RequestContext, user_id: str, req: WindowRequest, count: Callable[[str], int]) -> UserState:
     """The row-derived part of the window: from the cache when ``window_version`` confirms it, else built
-    from a fresh fetch (and cached, unless this transaction has written: see repository)."""
+    from a fresh fetch (and cached, unless this transaction has written: see repository). A state rebuilt
+    because the items changed keeps the profile part of the one it replaces when the entries did not
+    change (one read and the profile's derivation fewer: the window after each turn a conversation
+    stores), reads again only the columns of rows that one did not hold (``repository.window_items``) and
+    reuses the elements of rows it held (``state.cached_element``)."""
     settings = ctx.settings
     selection = _selection(ctx, user_id, req)
     recent = settings.window.recent_items
@@ -487,6 +491,8 @@ async def _user_state(ctx: RequestContext, user_id: str, req: WindowRequest, cou
     # What selects the rows and what turns them into elements (the tokenizer counts profile lines).
     key = (selection, ctx.tokenizer.name, recent, id(value_model(settings)))
     clean = False
+    stale: UserState | None = None
+    profile: ProfilePart | None = None
     if use_cache:
         version, clean = await repository.window_version(ctx.session, selection=selection, recent=recent)
         if clean:
@@ -494,12 +500,28 @@ async def _user_state(ctx: RequestContext, user_id: str, req: WindowRequest, cou
             if cached is not None:
                 assert isinstance(cached, UserState)
                 return cached
-    rows, applicable = await repository.window_items(ctx.session, selection=selection, recent=recent)
-    entry_rows = await repository.window_entries(ctx.session, tenant_id=selection.tenant_id, user_id=user_id)
+        held = CACHE.peek(key)
+        if isinstance(held, UserState):
+            stale = held
+            if clean and stale.profile.version == version[2:]:
+                profile = stale.profile
+    rows, applicable = await repository.window_items(
+        ctx.session, selection=selection, recent=recent, held=sorted(stale.known) if stale is not None else ()
+    )
+    if profile is None:
+        entry_rows = await repository.window_entries(ctx.session, tenant_id=selection.tenant_id, user_id=user_id)
+        profile = profile_part(
+            entry_rows,
+            user_id=user_id,
+            session_id=req.session_id,
+            domains=selection.domains,
+            count=count,
+            model=value_model(settings),
+        )
     state = UserState(
         rows,
-        entry_rows,
-        version=(*repository.version_of(rows), *repository.version_of(entry_rows)),
+        profile,
+        items_version=repository.version_of(rows),
         now=ctx.now,
         user_id=user_id,
         scope=ScopeContext(session_id=req.session_id, task_id=req.task_id, stage_id=req.stage_id, step_id=req.step_id),

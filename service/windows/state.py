@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -102,7 +102,7 @@ class Variant:
             e = state.loose[j]
             root = find(ids[j])
             elements.append(replace(e, group=root) if sizes[root] > 1 else e)
-        elements += state.profile_elements
+        elements += state.profile.elements
         self.prepared: Prepared = prepare(elements, state.model)
         # The state's lists, not the state itself: the state holds its variants, and a reference cycle
         # would leave every replaced entry to the cyclic garbage collector (long pauses).
@@ -135,19 +135,54 @@ class Variant:
         return out
 
 
+@dataclass(frozen=True)
+class ProfilePart:
+    """What a window takes from a user's profile entries, for one session and set of domains: the effective
+    profile's lines as elements, the entries' version (count, bit_xor of their row versions, as
+    ``repository.version_of``), and what the state's own version takes of them. It does not change with the
+    user's items or the time, so a state rebuilt after an item was written keeps its predecessor's when
+    ``repository.window_version`` shows the same entries (service.py ``_user_state``)."""
+
+    version: tuple[int, int]
+    elements: tuple[Element, ...]
+    rows: int
+    ids_mix: int  # bit_xor of the entries' ids
+    stamp: datetime | None  # the latest updated_at among them
+
+
+def profile_part(
+    entry_rows: Sequence[Any],
+    *,
+    user_id: str,
+    session_id: str | None,
+    domains: Sequence[str] | None,
+    count: Callable[[str], int],
+    model: ValueModel,
+) -> ProfilePart:
+    profile = effective_profile([pure_entry(e) for e in entry_rows], session_id=session_id, domains=domains)
+    elements = tuple(profile_element(line, count) for line in profile_lines(profile, user_id, model))
+    mix = ids_mix = 0
+    for e in entry_rows:
+        mix ^= e["version"]
+        ids_mix ^= e["id"].int
+    stamp = max((e["updated_at"] for e in entry_rows), default=None)
+    return ProfilePart((len(entry_rows), mix), elements, len(entry_rows), ids_mix, stamp)
+
+
 class UserState:
-    """What the window derives from one fetch of standing items and profile entries, valid while their
+    """What the window derives from one fetch of standing items and the profile, valid while their
     versions stay the same and the time stays between ``valid_from`` and ``valid_until`` (the next expiry,
     and the next UTC midnight: values count ages in whole days). It keeps plain values (ids, texts,
-    elements), not the fetched records. ``applicable`` is how many of the user's active items apply to
-    this selection in all, counted when the rows were fetched."""
+    elements), not the fetched records. ``version`` is the items' (count, bit_xor of row versions) followed
+    by the profile entries'. ``applicable`` is how many of the user's active items apply to this selection
+    in all, counted when the rows were fetched."""
 
     def __init__(
         self,
         rows: Sequence[Any],
-        entry_rows: Sequence[Any],
+        profile: ProfilePart,
         *,
-        version: tuple[int, int, int, int],
+        items_version: tuple[int, int],
         now: datetime,
         user_id: str,
         scope: ScopeContext,
@@ -157,8 +192,9 @@ class UserState:
         applicable: int,
         recent: int = 0,
     ) -> None:
-        self.version = version
-        self.rows = len(rows) + len(entry_rows)
+        self.version = (*items_version, *profile.version)
+        self.rows = len(rows) + profile.rows
+        self.profile = profile
         self.count = count
         self.model = model
         self.applicable = applicable
@@ -209,21 +245,18 @@ class UserState:
         self.pinned: dict[int, Element] = {}
         self.loose: dict[int, Element] = {}
         for j, r in enumerate(live):
-            e = item_element(r, user_id=user_id, count=count, model=model, day=self.day)
+            e = cached_element(r, user_id=user_id, count=count, model=model, day=self.day, recalled=False)
             (self.pinned if e.pinned else self.loose)[j] = e
         self._variants: dict[tuple[bool, bool], Variant] = {}
 
-        profile = effective_profile([pure_entry(e) for e in entry_rows], session_id=scope.session_id, domains=domains)
-        self.profile_elements = [profile_element(line, count) for line in profile_lines(profile, user_id, model)]
-
         # Changes when any applicable item or profile entry is added, removed or updated.
-        mix = 0
+        mix = profile.ids_mix
         for r in rows:
             mix ^= r["id"].int
-        for e in entry_rows:
-            mix ^= e["id"].int
-        stamp = max((r["updated_at"] for r in (*rows, *entry_rows)), default=None)
-        state = hashlib.sha256(f"{len(rows)}:{len(entry_rows)}:{mix:x}:{stamp}".encode())
+        stamp = max((r["updated_at"] for r in rows), default=None)
+        if profile.stamp is not None and (stamp is None or profile.stamp > stamp):
+            stamp = profile.stamp
+        state = hashlib.sha256(f"{len(rows)}:{profile.rows}:{mix:x}:{stamp}".encode())
         self.state_version = "sv1:" + state.hexdigest()[:24]
 
     def valid_at(self, now: datetime) -> bool:
@@ -238,23 +271,24 @@ class UserState:
         return self._variants[key]
 
 
-# Elements of retrieved rows, by row version: successive turns about one subject retrieve the same items,
-# and a row's element changes only with the row (its version), the day (ages count in whole days), the
-# value model and the tokenizer (for rows from before stored levels). Bounded; cleared when full.
-_RETRIEVED: dict[tuple[Any, ...], Element] = {}
-_RETRIEVED_MAX = 50_000
+# Elements of item rows, by row version: successive turns about one subject retrieve the same items, a state
+# rebuilt after one item was written holds the same rows but one, and a row's element changes only with the
+# row (its version), the day (ages count in whole days), the value model and the tokenizer (for rows from
+# before stored levels). Bounded; cleared when full.
+_ELEMENTS: dict[tuple[Any, ...], Element] = {}
+_ELEMENTS_MAX = 50_000
 
 
-def _retrieved_element(
+def cached_element(
     row: Any, *, user_id: str, count: Callable[[str], int], model: ValueModel, day: int, recalled: bool
 ) -> Element:
     key = (row["version"], str(row["id"]), day, recalled, id(model), id(count))
-    e = _RETRIEVED.get(key)
+    e = _ELEMENTS.get(key)
     if e is None:
         e = item_element(row, user_id=user_id, count=count, model=model, day=day, recalled=recalled)
-        if len(_RETRIEVED) >= _RETRIEVED_MAX:
-            _RETRIEVED.clear()
-        _RETRIEVED[key] = e
+        if len(_ELEMENTS) >= _ELEMENTS_MAX:
+            _ELEMENTS.clear()
+        _ELEMENTS[key] = e
     return e
 
 
@@ -281,12 +315,12 @@ def retrieved_elements(
             if winner is not None and winner[0] < SCOPE_ORDER[r["scope"]]:
                 omitted.append((str(r["id"]), f"overridden inside this scope by {winner[1]}"))
                 continue
-            e = _retrieved_element(r, user_id=user_id, count=count, model=state.model, day=state.day, recalled=False)
+            e = cached_element(r, user_id=user_id, count=count, model=state.model, day=state.day, recalled=False)
             if not e.pinned:  # pinned types are standing rows, fetched with the state
                 elements.append(e)
         elif recalled < recall_limit:
             recalled += 1
             elements.append(
-                _retrieved_element(r, user_id=user_id, count=count, model=state.model, day=state.day, recalled=True)
+                cached_element(r, user_id=user_id, count=count, model=state.model, day=state.day, recalled=True)
             )
     return elements, omitted, applicable

@@ -13,10 +13,10 @@ import pytest
 from scoring.scopes import ScopeContext
 from service.settings import Settings
 from service.windows.service import value_model
-from service.windows.state import UserState, retrieved_elements, standing
+from service.windows.state import UserState, profile_part, retrieved_elements, standing
 
 NOW = datetime(2026, 9, 1, 12, tzinfo=UTC)
-VERSION = (1, 2, 3, 4)
+ITEMS_VERSION = (1, 2)
 
 
 def count(text: str) -> int:
@@ -48,16 +48,17 @@ def row(content: str = "a fact", **fields: Any) -> dict[str, Any]:
 
 
 def state(rows: list[dict[str, Any]], settings: Settings, *, now: datetime = NOW, **kw: Any) -> UserState:
+    model = value_model(settings)
     return UserState(
         rows,
-        [],
-        version=VERSION,
+        profile_part([], user_id="u", session_id="s1", domains=None, count=count, model=model),
+        items_version=ITEMS_VERSION,
         now=now,
         user_id="u",
         scope=kw.pop("scope", ScopeContext(session_id="s1")),
         domains=None,
         count=count,
-        model=value_model(settings),
+        model=model,
         applicable=len(rows),
         **kw,
     )

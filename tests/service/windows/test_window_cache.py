@@ -25,6 +25,7 @@ from service.context import RequestContext
 from service.db.engine import Database
 from service.items.service import create_items
 from service.settings import Settings
+from service.windows import repository
 from service.windows.cache import CACHE, WindowCache
 from service.windows.service import build_window
 from tests.conftest import TenantKeys
@@ -295,3 +296,69 @@ def test_the_cache_is_bounded_by_entries_and_rows() -> None:
     assert cache.get("x", v, now) is None  # past the first expiry it covers
     cache.put("y", Entry(v, 1), max_entries=0, max_rows=100)
     assert cache.get("y", v, now) is None  # turned off
+
+
+async def test_a_state_rebuilt_after_an_item_write_keeps_the_profile_and_the_rows_it_held(
+    client: httpx.AsyncClient, tenant: TenantKeys, windows: Windows, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After an item is written the state is rebuilt, but the profile entries are not read again, nor the
+    columns of rows the replaced state held; after an observation the entries are. Either way the window
+    is the one a fresh build gives (``pair``)."""
+    await seed(client, tenant)
+    await windows.pair()
+    reads: list[str] = []
+    real_entries, real_items = repository.window_entries, repository.window_items
+
+    async def entries(*args: Any, **kwargs: Any) -> Any:
+        reads.append("entries")
+        return await real_entries(*args, **kwargs)
+
+    async def items(*args: Any, held: Any = (), **kwargs: Any) -> Any:
+        reads.append(f"items held {len(held)}")
+        return await real_items(*args, held=held, **kwargs)
+
+    monkeypatch.setattr(repository, "window_entries", entries)
+    monkeypatch.setattr(repository, "window_items", items)
+    await _write(client, tenant, [])
+    reads.clear()
+    await windows.build(BODY, cache=True, now=Clock().now())
+    (held,) = reads  # the items only, sent with the ids of the rows the state held
+    assert held.startswith("items held ") and int(held.split()[-1]) > 10
+    await _observe(client, tenant, [])
+    reads.clear()
+    after, hit = await windows.pair()
+    assert not hit and "entries" in reads[:2] and "terse" in after.decode()
+
+
+async def test_rows_held_are_read_again_only_in_a_new_version(
+    client: httpx.AsyncClient, tenant: TenantKeys, db: Database
+) -> None:
+    """``repository.window_items`` with the ids of rows it read before returns what a full read returns,
+    the unchanged rows as the records it holds and a row updated since as read now."""
+    items = [{"type": "constraint", "content": f"rule {i}", "source": "user"} for i in range(3)]
+    r = await client.post(ITEMS + "/batch", json={"items": items}, headers=tenant.agent)
+    assert r.status_code == 201, r.text
+    selection = repository.Selection(
+        tenant_id=tenant.tenant_id,
+        user_id=USER,
+        session_id=None,
+        task_id=None,
+        stage_id=None,
+        step_id=None,
+        domains=None,
+    )
+    async with db.sessionmaker() as session:
+        first, _ = await repository.window_items(session, selection=selection, recent=5)
+        ids = [str(r["id"]) for r in first]
+        await session.execute(
+            text("UPDATE context_item SET content = 'rule edited' WHERE tenant_id = :t AND id = :i"),
+            {"t": tenant.tenant_id, "i": ids[1]},
+        )
+        again, _ = await repository.window_items(session, selection=selection, recent=5, held=ids)
+        full, _ = await repository.window_items(session, selection=selection, recent=5)
+        await session.rollback()
+    assert len(first) == 3
+    columns = list(full[0].keys())  # a held read also says which rows it sent without their columns
+    assert [[r[c] for c in columns] for r in again] == [[r[c] for c in columns] for r in full]
+    assert again[0] is first[0] and again[2] is first[2]
+    assert again[1] is not first[1] and again[1]["content"] == "rule edited"

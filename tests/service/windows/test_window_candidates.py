@@ -92,7 +92,10 @@ async def test_a_user_with_100k_items_costs_a_window_a_bounded_set_of_rows(
         await driver.execute("ANALYZE context_item")
         args = (tenant.tenant_id, "big", "s1", "", "", "", None, settings.window.recent_items)
         plan = "\n".join(r[0] for r in await driver.fetch("EXPLAIN " + repository._ITEMS_SQL, *args))
+        # The same rows read beside the ids and versions held (a window after a write): the same plan.
+        held = "\n".join(r[0] for r in await driver.fetch("EXPLAIN " + repository._ITEMS_HELD_SQL, *args, "{}", "{}"))
     assert "ix_context_item_standing" in plan and "ix_context_item_scoped" in plan, plan
+    assert "ix_context_item_standing" in held and "ix_context_item_scoped" in held, held
 
     # Each query term's texts of this user are found inside the full-text index (tenant, user and term in
     # one GIN index), on the generic plan the window runs: not everybody's texts holding the term filtered
