@@ -10,7 +10,10 @@ written, migration 0016) from the user's index entries alone; any insert, re-ind
 the user's rows changes that pair. A copy that does not match is brought up to date (``current``):
 
 1. the rows written since the copy's greatest seq (a range of ix_item_search_user_seq: after a turn of
-   conversation, a few rows), read in the same statement as the user's count and sum now;
+   conversation, a few rows), read in the same statement as the user's count and sum now — for a user
+   who has a copy, that is the window's first lexical round trip itself (``since``), so storing a turn
+   costs the next window no statement of its own (measured: 1.65 → 0.4 ms to bring the copy up to date);
+   for a copy being built, a statement of its own from seq 0;
 2. if that does not account for the count and sum (a text was removed, or written with a smaller seq by a
    transaction that committed late), one statement lists every (id, seq) of the user's and the texts of
    the rows the copy does not hold in that version; what it does not list is removed.
@@ -171,24 +174,41 @@ async def _reconciled(driver: Any, tenant_id: str, user_id: str, held: Lexicon) 
     return held.with_rows([r for r in rows if r["lexemes"] is not None], [k for k in ids if k not in now])
 
 
+def held(tenant_id: str, user_id: str) -> Lexicon | None:
+    """The copy this process holds of the user's texts, whatever its version."""
+    found = LEXICONS.peek((tenant_id, user_id))
+    return found if isinstance(found, Lexicon) else None
+
+
 async def current(
-    driver: Any, *, tenant_id: str, user_id: str, version: tuple[int, int], max_postings: int
+    driver: Any,
+    *,
+    tenant_id: str,
+    user_id: str,
+    version: tuple[int, int],
+    max_postings: int,
+    since: tuple[Lexicon, Sequence[Any]] | None = None,
 ) -> Lexicon | None:
     """This process's copy of the user's texts as of ``version`` (their count and sum of seq), brought up
     to date if it is behind; None if the user's texts changed again meanwhile (the caller ranks in
-    PostgreSQL this time)."""
+    PostgreSQL this time). ``since``: a copy and the rows written after its greatest seq, read in the
+    same statement as ``version`` (the ranking's first round trip), which then need not be read here."""
     key = (tenant_id, user_id)
     want = (version[0], version[1], 0, 0)
     found = LEXICONS.get(key, want, datetime.min)
     if isinstance(found, Lexicon):
         return found
-    held = LEXICONS.peek(key)
-    if not isinstance(held, Lexicon) and not _asked_before(key):
-        return None
-    copy = held if isinstance(held, Lexicon) else EMPTY
-    rows = await driver.fetch(_DELTA, tenant_id, user_id, copy.top)
-    now = (rows[0]["texts"], rows[0]["seqs"], 0, 0)
-    copy = copy.with_rows([r for r in rows if r["id"] is not None])
+    if since is not None:
+        base, written = since
+        copy, now = base.with_rows(written), want
+    else:
+        kept = LEXICONS.peek(key)
+        if not isinstance(kept, Lexicon) and not _asked_before(key):
+            return None
+        copy = kept if isinstance(kept, Lexicon) else EMPTY
+        rows = await driver.fetch(_DELTA, tenant_id, user_id, copy.top)
+        now = (rows[0]["texts"], rows[0]["seqs"], 0, 0)
+        copy = copy.with_rows([r for r in rows if r["id"] is not None])
     if copy.version != now:
         copy = await _reconciled(driver, tenant_id, user_id, copy)
     if copy.dead > MAX_DEAD_SHARE * max(len(copy.at), 1):

@@ -412,13 +412,22 @@ async def window_entries(session: AsyncSession, *, tenant_id: str, user_id: str)
 # With them, when $4 > 0, the version of the user's texts (lexicon.py: their count and sum of seq, read
 # from ix_item_search_user_seq alone) for a user with fewer than $4 of them: whether this process's copy of
 # them is current.
+# And, when $5 is not NULL (the greatest seq of the process's copy), the rows written since, one per
+# result row (the first also carries the rest; none: one row with NULL there): after a turn is stored
+# the copy is brought up to date from the same snapshot as the version, without a round trip of its own.
 _LEXICAL_TERMS = """
-SELECT tsvector_to_array(ctxmem_tsv($3)) AS lexemes,
-       (SELECT EXTRACT(EPOCH FROM now() - created_at)::float8 FROM vector_outbox
-        WHERE tenant_id = $1 AND user_id = $2 AND dead_at IS NULL ORDER BY id LIMIT 1) AS lag,
-       v.texts, v.seqs::bigint AS seqs
-FROM (SELECT count(*) AS texts, sum(seq) AS seqs
-      FROM (SELECT seq FROM item_search WHERE tenant_id = $1 AND user_id = $2 AND $4::int > 0 LIMIT $4) AS u) AS v
+SELECT t.lexemes, t.lag, t.texts, t.seqs, d.id, d.text_lexemes, d.expires_at, d.seq
+FROM (SELECT tsvector_to_array(ctxmem_tsv($3)) AS lexemes,
+             (SELECT EXTRACT(EPOCH FROM now() - created_at)::float8 FROM vector_outbox
+              WHERE tenant_id = $1 AND user_id = $2 AND dead_at IS NULL ORDER BY id LIMIT 1) AS lag,
+             v.texts, v.seqs::bigint AS seqs
+      FROM (SELECT count(*) AS texts, sum(seq) AS seqs
+            FROM (SELECT seq FROM item_search
+                  WHERE tenant_id = $1 AND user_id = $2 AND $4::int > 0 LIMIT $4) AS u) AS v) AS t
+LEFT JOIN LATERAL (
+    SELECT item_id::text AS id, tsvector_to_array(tsv) AS text_lexemes, expires_at, seq FROM item_search
+    WHERE tenant_id = $1 AND user_id = $2 AND seq > $5::bigint
+) AS d ON true
 """
 # Then, for each kept term ($3), the user's texts holding it and their lengths (distinct lexemes): the
 # indexed ones through item_search's per-user GIN index (one probe per term), unexpired ($4: item_search
@@ -567,6 +576,11 @@ async def term_shares(driver: Any) -> dict[str, float]:
     return _shares[1]
 
 
+def _text_row(r: Any) -> dict[str, Any]:
+    """A row written since the copy's greatest seq, as ``lexicon.Lexicon.with_rows`` takes it."""
+    return {"id": r["id"], "lexemes": r["text_lexemes"], "expires_at": r["expires_at"], "seq": r["seq"]}
+
+
 async def lexical_ranking(
     session: AsyncSession,
     *,
@@ -591,8 +605,16 @@ async def lexical_ranking(
     driver = await driver_connection(session)
     shares = await term_shares(driver)
     copy = lexicon_texts > 0 and lexicon_postings > 0 and documents <= lexicon_texts
-    row = await driver.fetchrow(_LEXICAL_TERMS, tenant_id, user_id, query, lexicon_texts + 1 if copy else 0)
-    assert row is not None
+    base = lexicon.held(tenant_id, user_id) if copy else None
+    rows = await driver.fetch(
+        _LEXICAL_TERMS,
+        tenant_id,
+        user_id,
+        query,
+        lexicon_texts + 1 if copy else 0,
+        base.top if base is not None else None,
+    )
+    row = rows[0]
     kept, ignored = lexical.kept_terms(row["lexemes"] or [], shares, documents=documents, max_hits=max_hits)
     lag = max(0.0, row["lag"] or 0.0)
     if not kept:
@@ -604,6 +626,7 @@ async def lexical_ranking(
             user_id=user_id,
             version=(row["texts"], row["seqs"]),
             max_postings=lexicon_postings,
+            since=(base, [_text_row(r) for r in rows if r["id"] is not None]) if base is not None else None,
         )
         if held is not None:
             found = held.postings_of(kept, now)

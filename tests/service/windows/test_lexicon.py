@@ -173,3 +173,26 @@ async def test_the_copy_follows_changes_by_delta_and_by_reconciling(
         )
     last = lexicon.LEXICONS.peek(key)
     assert isinstance(last, lexicon.Lexicon) and len(last.at) == 5 and last.dead <= 0.25 * 5
+
+
+async def test_texts_written_since_come_with_the_rankings_first_statement(
+    client: httpx.AsyncClient, tenant: TenantKeys, db: Database, vectors: VectorRecall, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After a turn is stored, the copy is brought up to date from the rows the ranking's first statement
+    read with the version: no statement of its own (here both of the copy's own statements would fail)."""
+    await seed(client, tenant, "turns", [{"type": "episode", "content": f"walrus log {i}"} for i in range(6)])
+    await vectors.worker.drain()
+    for _ in range(2):  # the second ranking builds the copy
+        await rank(db, tenant, "turns", "walrus", copy=True)
+    built = lexicon.held(tenant.tenant_id, "turns")
+    assert built is not None and len(built.at) == 6
+    monkeypatch.setattr(lexicon, "_DELTA", "SELECT no_such_column FROM item_search")
+    monkeypatch.setattr(lexicon, "_RECONCILE", "SELECT no_such_column FROM item_search")
+    for i in range(3):
+        (new,) = await seed(client, tenant, "turns", [{"type": "episode", "content": f"walrus turn {i} at dawn"}])
+        await vectors.worker.drain()
+        hits = await rank(db, tenant, "turns", "dawn", copy=True)
+        assert new in {h for h, _ in hits}
+        assert hits == await rank(db, tenant, "turns", "dawn", copy=False)
+    grown = lexicon.held(tenant.tenant_id, "turns")
+    assert grown is not None and len(grown.at) == 9 and grown.keys[:6] == built.keys
