@@ -106,8 +106,14 @@ async def test_a_user_with_100k_items_costs_a_window_a_bounded_set_of_rows(
         await driver.execute("SET plan_cache_mode = force_generic_plan")
         args = (tenant.tenant_id, "big", ["zanzibar", "migrat"], EARLY, 1000)
         plan = "\n".join(r[0] for r in await driver.fetch("EXPLAIN " + repository._POSTINGS, *args))
+        # The first lexical statement reads the texts written since a seq from the index over (tenant,
+        # user, seq), not by reading the user's 100,000 rows.
+        terms = (tenant.tenant_id, "big", "zanzibar migration", 5001, 10**12)
+        first = "\n".join(r[0] for r in await driver.fetch("EXPLAIN " + repository._LEXICAL_TERMS, *terms))
         await driver.execute("RESET plan_cache_mode")
     assert "ix_item_search_user_tsv" in plan, plan
+    since = [line for line in first.splitlines() if "Index Cond" in line and "(seq >" in line]
+    assert "Index Scan using ix_item_search_user_seq" in first and since, first
 
 
 async def test_a_window_with_room_to_spare_shows_older_items_too(
