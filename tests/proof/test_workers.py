@@ -25,9 +25,16 @@ ITEMS = 40
 
 
 def worker_pids(server: LiveServer) -> set[int]:
-    """The server's uvicorn workers: its children that serve (not multiprocessing's resource tracker)."""
-    children = psutil.Process(server.proc.pid).children()
-    return {c.pid for c in children if "spawn_main" in " ".join(c.cmdline())}
+    """The server's uvicorn workers: its children that serve (not multiprocessing's resource tracker, nor a
+    killed worker its supervisor has not reaped yet: a zombie has no command line)."""
+    pids = set()
+    for child in psutil.Process(server.proc.pid).children():
+        try:
+            if "spawn_main" in " ".join(child.cmdline()):
+                pids.add(child.pid)
+        except (psutil.ZombieProcess, psutil.NoSuchProcess):
+            continue
+    return pids
 
 
 def served_by(pids: set[int], port: int) -> dict[int, set[int]]:
