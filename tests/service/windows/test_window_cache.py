@@ -8,7 +8,7 @@ import asyncio
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
@@ -362,3 +362,42 @@ async def test_rows_held_are_read_again_only_in_a_new_version(
     assert [[r[c] for c in columns] for r in again] == [[r[c] for c in columns] for r in full]
     assert again[0] is first[0] and again[2] is first[2]
     assert again[1] is not first[1] and again[1]["content"] == "rule edited"
+
+
+async def test_retrieved_rows_held_are_read_again_only_in_a_new_version(
+    client: httpx.AsyncClient, tenant: TenantKeys, db: Database
+) -> None:
+    """``repository.retrieved_items`` returns the given ids in the given order; rows it read before in the
+    same version come back as the records it holds (their columns not sent), a row updated since as read
+    now, a row never read in full — wherever they stand among the ids."""
+    items = [{"type": "fact", "content": f"retrieved fact {i}", "source": "user"} for i in range(5)]
+    r = await client.post(ITEMS + "/batch", json={"items": items}, headers=tenant.agent)
+    assert r.status_code == 201, r.text
+    ids = [i["id"] for i in r.json()["items"]]
+    selection = repository.Selection(tenant_id=tenant.tenant_id, user_id=USER)
+    async with db.sessionmaker() as session:
+        now = datetime(2000, 1, 1, tzinfo=UTC)  # before any expiry: every item is in force
+        first = await repository.retrieved_items(session, selection=selection, ids=ids[:4], now=now)
+        await session.execute(
+            text("UPDATE context_item SET content = 'retrieved fact edited' WHERE tenant_id = :t AND id = :i"),
+            {"t": tenant.tenant_id, "i": ids[2]},
+        )
+        order = [ids[4], ids[3], ids[2], ids[0], ids[1]]  # a new one first, the held ones out of order
+        again = await repository.retrieved_items(session, selection=selection, ids=order, now=now)
+        await session.rollback()
+    held = {str(row["id"]): row for row, _ in first}
+    assert [str(row["id"]) for row, _ in again] == order
+    assert all(fits for _, fits in again)
+    for row, _ in again:
+        i = str(row["id"])
+        if i in (ids[0], ids[1], ids[3]):
+            assert row is held[i]
+        else:
+            assert row is not held.get(i) and row["content"] is not None
+    assert {str(row["id"]): row["content"] for row, _ in again} == {
+        ids[0]: "retrieved fact 0",
+        ids[1]: "retrieved fact 1",
+        ids[2]: "retrieved fact edited",
+        ids[3]: "retrieved fact 3",
+        ids[4]: "retrieved fact 4",
+    }

@@ -94,8 +94,20 @@ async def test_a_user_with_100k_items_costs_a_window_a_bounded_set_of_rows(
         plan = "\n".join(r[0] for r in await driver.fetch("EXPLAIN " + repository._ITEMS_SQL, *args))
         # The same rows read beside the ids and versions held (a window after a write): the same plan.
         held = "\n".join(r[0] for r in await driver.fetch("EXPLAIN " + repository._ITEMS_HELD_SQL, *args, "{}", "{}"))
+        # Retrieved rows: one primary-key probe per id, the held versions read beside the ids (no join of
+        # the ids with the held rows: as a nested loop it hashed every row's version once per held row).
+        literal, versions = "{" + target + "}", "{NULL}"
+        retrieved = "\n".join(
+            r[0]
+            for r in await driver.fetch(
+                "EXPLAIN " + repository._RETRIEVED_HELD_SQL,
+                tenant.tenant_id, "big", literal, EARLY, None, "s1", "", "", "", versions,
+            )
+        )  # fmt: skip
     assert "ix_context_item_standing" in plan and "ix_context_item_scoped" in plan, plan
     assert "ix_context_item_standing" in held and "ix_context_item_scoped" in held, held
+    assert "Join Filter" not in retrieved and "Sort" not in retrieved, retrieved
+    assert "pk_context_item" in retrieved or "ix_context_item_user_id_order" in retrieved, retrieved
 
     # Each query term's texts of this user are found inside the full-text index (tenant, user and term in
     # one GIN index), on the generic plan the window runs: not everybody's texts holding the term filtered
