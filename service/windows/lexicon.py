@@ -50,6 +50,9 @@ import numpy.typing as npt
 from service.windows.cache import WindowCache
 
 NEVER = math.inf
+# The rows written since a copy's greatest seq read with the version (the window's first lexical
+# statement) at most: past that, the copy is reconciled from one statement of its own.
+DELTA_ROWS = 1_000
 # A copy is built anew once removed or superseded texts are this share of what it holds.
 MAX_DEAD_SHARE = 0.25
 
@@ -60,6 +63,7 @@ FROM (SELECT count(*) AS texts, coalesce(sum(seq), 0) AS seqs FROM item_search
 LEFT JOIN LATERAL (
     SELECT item_id::text AS id, tsvector_to_array(tsv) AS lexemes, expires_at, seq FROM item_search
     WHERE tenant_id = $1 AND user_id = $2 AND seq > $3
+    ORDER BY seq LIMIT $4
 ) AS d ON true
 """
 _RECONCILE = """
@@ -206,7 +210,8 @@ async def current(
         if not isinstance(kept, Lexicon) and not _asked_before(key):
             return None
         copy = kept if isinstance(kept, Lexicon) else EMPTY
-        rows = await driver.fetch(_DELTA, tenant_id, user_id, copy.top)
+        # In seq order, at most as many as the user has texts: the generic plan reads the index's range.
+        rows = await driver.fetch(_DELTA, tenant_id, user_id, copy.top, version[0])
         now = (rows[0]["texts"], rows[0]["seqs"], 0, 0)
         copy = copy.with_rows([r for r in rows if r["id"] is not None])
     if copy.version != now:

@@ -3,6 +3,7 @@ that tells whether either set changed since it was read (for the window cache)."
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -419,7 +420,13 @@ async def window_entries(session: AsyncSession, *, tenant_id: str, user_id: str)
 # And, when $5 is not NULL (the greatest seq of the process's copy), the rows written since, one per
 # result row (the first also carries the rest; none: one row with NULL there): after a turn is stored
 # the copy is brought up to date from the same snapshot as the version, without a round trip of its own.
-_LEXICAL_TERMS = """
+# At most lexicon.DELTA_ROWS of them, in seq order (more: the copy is reconciled instead, lexicon.py):
+# the order and the limit keep the generic plan on the index over (tenant, user, seq). Without them,
+# where one user holds most of the table, the planner's guess for "seq > $5" (a third of the user's
+# rows) made it scan the whole table for every window, $5 NULL or not: 36 ms at 100,000 texts. The
+# count is read in seq order too, for the same reason (there the plan was a scan of the table that
+# stops at $4 of the user's rows).
+_LEXICAL_TERMS = f"""
 SELECT t.lexemes, t.lag, t.texts, t.seqs, d.id, d.text_lexemes, d.expires_at, d.seq
 FROM (SELECT tsvector_to_array(ctxmem_tsv($3)) AS lexemes,
              (SELECT EXTRACT(EPOCH FROM now() - created_at)::float8 FROM vector_outbox
@@ -427,10 +434,11 @@ FROM (SELECT tsvector_to_array(ctxmem_tsv($3)) AS lexemes,
              v.texts, v.seqs::bigint AS seqs
       FROM (SELECT count(*) AS texts, sum(seq) AS seqs
             FROM (SELECT seq FROM item_search
-                  WHERE tenant_id = $1 AND user_id = $2 AND $4::int > 0 LIMIT $4) AS u) AS v) AS t
+                  WHERE tenant_id = $1 AND user_id = $2 AND $4::int > 0 ORDER BY seq LIMIT $4) AS u) AS v) AS t
 LEFT JOIN LATERAL (
     SELECT item_id::text AS id, tsvector_to_array(tsv) AS text_lexemes, expires_at, seq FROM item_search
     WHERE tenant_id = $1 AND user_id = $2 AND seq > $5::bigint
+    ORDER BY seq LIMIT {lexicon.DELTA_ROWS}
 ) AS d ON true
 """
 # Then, for each kept term ($3), the user's texts holding it and their lengths (distinct lexemes): the
@@ -440,6 +448,14 @@ LEFT JOIN LATERAL (
 # skipped and their text analysed here from the item, if still in force: normally a few rows; capped so
 # that a user's bulk import does not make every window analyse thousands of texts (older ones are
 # searchable once the worker reaches them). Ids go as uuid[]: decoding them costs half what text does.
+# Planned for its values (``planned_for_values``), unlike the window's other statements: which index
+# serves it depends on how many texts this user has. The generic plan follows the average user: where
+# most users are small it reads the user's rows through ix_item_search_user_seq and tests each against
+# the query — right for a user of 200 texts, a scan of 100,000 for a large one, who is the one ranked
+# here (smaller users are ranked from the process's copy of their texts). For a user with at most
+# LARGE_USER_TEXTS items either plan reads a few thousand rows at most, and planning costs ~1 ms: such a
+# user (ranked here before the copy is built, or while the worker catches up) runs the generic plan.
+LARGE_USER_TEXTS = 5_000
 _POSTINGS = f"""
 WITH kept AS (
     SELECT lexeme, quote_literal(lexeme)::tsquery AS q FROM unnest($3::text[]) AS k(lexeme)
@@ -469,18 +485,21 @@ SELECT lexeme, array_agg(id) AS ids, array_agg(len) AS lens FROM pairs GROUP BY 
 # scoring.relevance.QUESTION_END; NULL asks nothing); and the turns just before and after each of the given
 # sources ($3) in its conversation (same user and session, episodes in observed order; only live ones count),
 # up to $4 on each side, with their distance and side: primary-key and ix_context_item_conversation probes,
-# never a read of a session.
+# never a read of a session. The given items are found one primary-key probe each: with "id = ANY(…)" the
+# generic plan (made for the database's average user) found the sources in ix_context_item_conversation
+# by tenant and user, reading every conversation turn of the user to pick out the ids.
 _CONVERSATION = f"""
 SELECT s.id::text AS source, NULL::text AS neighbour, 0::bigint AS distance,
        CASE WHEN s.type = 'episode' THEN s.session_id END AS session_id, s.observed_at,
        CASE WHEN s.type = 'episode' AND s.session_id IS NOT NULL THEN s.content ~ $7::text END AS asks,
        NULL::boolean AS after
-FROM context_item s
-WHERE s.tenant_id = $1 AND s.user_id = $2 AND s.id = ANY($6::uuid[])
+FROM unnest($6::uuid[]) AS o(id)
+CROSS JOIN LATERAL (SELECT * FROM context_item WHERE id = o.id AND tenant_id = $1 AND user_id = $2) AS s
 UNION ALL
 SELECT s.id::text AS source, n.id::text AS neighbour, n.d AS distance, s.session_id, n.observed_at,
        NULL::boolean AS asks, n.after
-FROM context_item s
+FROM unnest($3::uuid[]) AS o(id)
+CROSS JOIN LATERAL (SELECT * FROM context_item WHERE id = o.id AND tenant_id = $1 AND user_id = $2) AS s
 CROSS JOIN LATERAL (
     (SELECT c.id, c.observed_at, row_number() OVER (ORDER BY c.observed_at DESC, c.id DESC) AS d, false AS after
      FROM context_item c
@@ -496,8 +515,7 @@ CROSS JOIN LATERAL (
        AND {active_sql("c")} AND (c.expires_at IS NULL OR c.expires_at > $5)
      ORDER BY c.observed_at, c.id LIMIT $4)
 ) AS n
-WHERE s.tenant_id = $1 AND s.user_id = $2 AND s.id = ANY($3::uuid[]) AND s.type = 'episode'
-  AND s.session_id IS NOT NULL
+WHERE s.type = 'episode' AND s.session_id IS NOT NULL
 """
 
 
@@ -580,6 +598,28 @@ async def term_shares(driver: Any) -> dict[str, float]:
     return _shares[1]
 
 
+_PLAN_MODE = "SELECT current_setting('plan_cache_mode') AS mode, set_config('plan_cache_mode', $1, $2)"
+
+
+async def planned_for_values(driver: Any, sql: str, *args: Any) -> list[Any]:
+    """``sql``'s rows, from a plan made for these values (a custom plan), whatever the connection's mode;
+    the mode is restored after (for this transaction only, inside one). Two round trips more than a
+    plain fetch, and the planning (~1 ms)."""
+    local = driver.is_in_transaction()
+    mode = await driver.fetchval(_PLAN_MODE, "force_custom_plan", local)
+    try:
+        rows = await driver.fetch(sql, *args)
+    except BaseException:
+        # A failed statement aborts a transaction, which undoes the setting; outside one, put it back
+        # (if the connection still answers) before the error goes on.
+        if not local:
+            with contextlib.suppress(Exception):
+                await driver.fetchval(_PLAN_MODE, mode, False)
+        raise
+    await driver.fetchval(_PLAN_MODE, mode, local)
+    return list(rows)
+
+
 def _text_row(r: Any) -> dict[str, Any]:
     """A row written since the copy's greatest seq, as ``lexicon.Lexicon.with_rows`` takes it."""
     return {"id": r["id"], "lexemes": r["text_lexemes"], "expires_at": r["expires_at"], "seq": r["seq"]}
@@ -636,7 +676,11 @@ async def lexical_ranking(
             found = held.postings_of(kept, now)
             hits = lexical.bm25(found, held.lengths, held.keys, documents=documents, limit=limit)
             return hits, lag, ignored
-    rows = await driver.fetch(_POSTINGS, tenant_id, user_id, kept, now, pending)
+    postings = (tenant_id, user_id, kept, now, pending)
+    if documents > LARGE_USER_TEXTS:
+        rows = await planned_for_values(driver, _POSTINGS, *postings)
+    else:
+        rows = await driver.fetch(_POSTINGS, *postings)
     index: dict[Any, int] = {}
     lengths: list[int] = []
     postings = []

@@ -7,7 +7,9 @@ from __future__ import annotations
 import random
 from datetime import UTC, datetime
 
+import asyncpg
 import httpx
+import pytest
 
 from service.db.engine import Database, driver_connection
 from service.settings import Settings
@@ -46,7 +48,12 @@ async def test_the_fact_the_query_is_about_is_kept_whole_and_unrelated_notes_giv
 
 
 async def test_a_user_with_100k_items_costs_a_window_a_bounded_set_of_rows(
-    client: httpx.AsyncClient, tenant: TenantKeys, vectors: VectorRecall, settings: Settings, db: Database
+    client: httpx.AsyncClient,
+    tenant: TenantKeys,
+    vectors: VectorRecall,
+    settings: Settings,
+    db: Database,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     rnd = random.Random(11)
     words = [
@@ -76,7 +83,16 @@ async def test_a_user_with_100k_items_costs_a_window_a_bounded_set_of_rows(
         await seed(client, tenant, "big", batch)
     await vectors.worker.drain()
 
+    planned: list[str] = []
+    real_planned = repository.planned_for_values
+
+    async def spy(driver: object, sql: str, *args: object) -> list[object]:
+        planned.append(sql)
+        return await real_planned(driver, sql, *args)
+
+    monkeypatch.setattr(repository, "planned_for_values", spy)
     w = await window(client, tenant, "big", input="When must the Zanzibar migration finish?", max_tokens=2000)
+    assert planned == [repository._POSTINGS]  # this user's postings, planned for their values
     got = placed(w)
     assert got[target][0] == 0 and target_text in w["text"]  # the oldest item, found by retrieval
     assert "Never page the on-call at night." in w["text"]  # pinned, standing
@@ -110,22 +126,49 @@ async def test_a_user_with_100k_items_costs_a_window_a_bounded_set_of_rows(
     assert "pk_context_item" in retrieved or "ix_context_item_user_id_order" in retrieved, retrieved
 
     # Each query term's texts of this user are found inside the full-text index (tenant, user and term in
-    # one GIN index), on the generic plan the window runs: not everybody's texts holding the term filtered
-    # by user afterwards, nor the user's 100,000 texts each tested against the query.
+    # one GIN index): not everybody's texts holding the term filtered by user afterwards, nor the user's
+    # 100,000 texts each tested against the query. The window plans that statement for its values
+    # (repository.planned_for_values: EXPLAIN with the parameters bound shows that plan); the generic
+    # plan, which follows the average user of the database, is what the other statements run (EXECUTE
+    # of a prepared statement under force_generic_plan shows it).
     async with db.sessionmaker() as s:
         driver = await driver_connection(s)
         await driver.execute("ANALYZE item_search")
-        await driver.execute("SET plan_cache_mode = force_generic_plan")
         args = (tenant.tenant_id, "big", ["zanzibar", "migrat"], EARLY, 1000)
         plan = "\n".join(r[0] for r in await driver.fetch("EXPLAIN " + repository._POSTINGS, *args))
+        await driver.execute("SET plan_cache_mode = force_generic_plan")
+
+        async def generic_plan(sql: str, types: str, *values: str) -> str:
+            await driver.execute(f"PREPARE plan_check({types}) AS {sql}")
+            try:
+                rows = await driver.fetch(f"EXPLAIN EXECUTE plan_check({', '.join(values)})")
+            finally:
+                await driver.execute("DEALLOCATE plan_check")
+            return "\n".join(r[0] for r in rows)
+
+        t = f"'{tenant.tenant_id}'"
         # The first lexical statement reads the texts written since a seq from the index over (tenant,
-        # user, seq), not by reading the user's 100,000 rows.
-        terms = (tenant.tenant_id, "big", "zanzibar migration", 5001, 10**12)
-        first = "\n".join(r[0] for r in await driver.fetch("EXPLAIN " + repository._LEXICAL_TERMS, *terms))
+        # user, seq), not by reading the user's 100,000 rows — with a copy's seq, and without one (a user
+        # this large has no copy: a plan that scanned the table for "seq > NULL" cost 36 ms a window).
+        firsts = [
+            await generic_plan(repository._LEXICAL_TERMS, "text, text, text, int, bigint", t, "'big'", "'zanzibar'", *a)
+            for a in (("5001", str(10**12)), ("0", "NULL"))
+        ]
+        # The conversation context finds its items by primary key, not among the user's conversation turns.
+        ids = "'{" + target + "}'"
+        context = await generic_plan(
+            repository._CONVERSATION, "text, text, uuid[], int, timestamptz, uuid[], text",
+            t, "'big'", ids, "2", "'2000-01-01T00:00:00Z'", ids, "'[?]$'",
+        )  # fmt: skip
         await driver.execute("RESET plan_cache_mode")
     assert "ix_item_search_user_tsv" in plan, plan
-    since = [line for line in first.splitlines() if "Index Cond" in line and "(seq >" in line]
-    assert "Index Scan using ix_item_search_user_seq" in first and since, first
+    for first in firsts:
+        since = [line for line in first.splitlines() if "Index Cond" in line and "(seq >" in line]
+        assert "Index Scan using ix_item_search_user_seq" in first and since, first
+        assert "Seq Scan on item_search" not in first, first
+    sources = [line for line in context.splitlines() if "id = ANY" in line or "(id = o.id)" in line]
+    assert sources and all("id = o.id" in line for line in sources), context
+    assert "Seq Scan" not in context, context
 
 
 async def test_a_window_with_room_to_spare_shows_older_items_too(
@@ -182,3 +225,27 @@ async def test_the_window_sql_applies_scopes_as_scoring_does(
         assert {str(r["id"]) for r in rows} == expected and applicable == len(expected), where
         assert {str(row["id"]) for row, fits in retrieved if fits} == expected, where
         assert len(expected) < len(ids) or where == {"session": "a", "task": "b", "stage": "b", "step": "a"}
+
+
+async def test_a_statement_planned_for_its_values_leaves_the_plan_mode_as_it_was(db: Database) -> None:
+    """``repository.planned_for_values`` runs its statement under custom plans and restores the
+    connection's mode after — outside a transaction (the window's reads pool) and inside one (where the
+    setting is the transaction's own) — and after a failing statement too."""
+    mode = "SELECT current_setting('plan_cache_mode')"
+    async with db.reads() as s:
+        driver = await driver_connection(s)
+        assert not driver.is_in_transaction() and await driver.fetchval(mode) == "force_generic_plan"
+        (inside,) = await repository.planned_for_values(driver, mode)
+        assert inside[0] == "force_custom_plan"
+        assert await driver.fetchval(mode) == "force_generic_plan"
+        with pytest.raises(asyncpg.DivisionByZeroError):
+            await repository.planned_for_values(driver, "SELECT 1 / $1::int", 0)
+        assert await driver.fetchval(mode) == "force_generic_plan"
+    async with db.sessionmaker() as s:
+        driver = await driver_connection(s)
+        async with driver.transaction():
+            await driver.execute("SET LOCAL plan_cache_mode = force_generic_plan")
+            (inside,) = await repository.planned_for_values(driver, mode)
+            assert inside[0] == "force_custom_plan"
+            assert await driver.fetchval(mode) == "force_generic_plan"
+        assert await driver.fetchval(mode) == "auto"  # SET LOCAL: nothing left after the transaction
