@@ -487,19 +487,20 @@ SELECT lexeme, array_agg(id) AS ids, array_agg(len) AS lens FROM pairs GROUP BY 
 # up to $4 on each side, with their distance and side: primary-key and ix_context_item_conversation probes,
 # never a read of a session. The given items are found one primary-key probe each: with "id = ANY(…)" the
 # generic plan (made for the database's average user) found the sources in ix_context_item_conversation
-# by tenant and user, reading every conversation turn of the user to pick out the ids.
+# by tenant and user, reading every conversation turn of the user to pick out the ids; OFFSET 0 keeps each
+# probe a subquery of its own (else the planner joins the ids with a read of the user's rows again).
 _CONVERSATION = f"""
 SELECT s.id::text AS source, NULL::text AS neighbour, 0::bigint AS distance,
        CASE WHEN s.type = 'episode' THEN s.session_id END AS session_id, s.observed_at,
        CASE WHEN s.type = 'episode' AND s.session_id IS NOT NULL THEN s.content ~ $7::text END AS asks,
        NULL::boolean AS after
 FROM unnest($6::uuid[]) AS o(id)
-CROSS JOIN LATERAL (SELECT * FROM context_item WHERE id = o.id AND tenant_id = $1 AND user_id = $2) AS s
+CROSS JOIN LATERAL (SELECT * FROM context_item WHERE id = o.id AND tenant_id = $1 AND user_id = $2 OFFSET 0) AS s
 UNION ALL
 SELECT s.id::text AS source, n.id::text AS neighbour, n.d AS distance, s.session_id, n.observed_at,
        NULL::boolean AS asks, n.after
 FROM unnest($3::uuid[]) AS o(id)
-CROSS JOIN LATERAL (SELECT * FROM context_item WHERE id = o.id AND tenant_id = $1 AND user_id = $2) AS s
+CROSS JOIN LATERAL (SELECT * FROM context_item WHERE id = o.id AND tenant_id = $1 AND user_id = $2 OFFSET 0) AS s
 CROSS JOIN LATERAL (
     (SELECT c.id, c.observed_at, row_number() OVER (ORDER BY c.observed_at DESC, c.id DESC) AS d, false AS after
      FROM context_item c
