@@ -12,6 +12,7 @@ it, however stale the index is.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -51,6 +52,23 @@ async def vector_ranking(
     return [(str(h.id), h.score) for h in hits if h.score >= floor]
 
 
+# The index's part of a ranking: its hits, the exception it failed with (the window is then served
+# without it, ``degraded``), or None when the mode does not use it or there is no index.
+VectorResult = list[tuple[str, float]] | Exception | None
+
+
+async def vector_result(
+    recall: VectorRecall | None, settings: Settings, *, mode: str | None, tenant_id: str, user_id: str, query: str
+) -> VectorResult:
+    """``vector_ranking`` as ``relevance`` uses it (under ``mode``, default ``settings.recall.mode``)."""
+    if (mode or settings.recall.mode) not in ("hybrid", "vector") or recall is None:
+        return None
+    try:
+        return await vector_ranking(recall, settings, tenant_id=tenant_id, user_id=user_id, query=query)
+    except Exception as exc:  # any failure of the index or the embedder: serve without it
+        return exc
+
+
 @dataclass(frozen=True)
 class Relevance:
     """Item id → relevance in (0, 1] (1 for the best of this query; items in neither ranking: absent),
@@ -74,20 +92,18 @@ async def relevance(
     now: datetime,
     mode: str | None = None,
     documents: int = 0,
+    first: repository.LexicalTerms | None = None,
+    searched: Awaitable[VectorResult] | None = None,
 ) -> Relevance:
     """The relevance of the user's items to ``query`` under ``mode`` (default: ``settings.recall.mode``).
     ``vector`` mode falls back to the lexical ranking when the index cannot be used; ``hybrid`` then
-    uses the lexical ranking alone; either way the warnings say ``degraded``."""
+    uses the lexical ranking alone; either way the warnings say ``degraded``. A caller that has begun
+    them already hands over the lexical ranking's first rows (``first``: repository.window_version) and
+    the index's search (``searched``: ``vector_result`` for the same query and mode)."""
     mode = mode or settings.recall.mode
     use_vectors = mode in ("hybrid", "vector")
-
-    async def vectors() -> list[tuple[str, float]] | Exception | None:
-        if not use_vectors or recall is None:
-            return None
-        try:
-            return await vector_ranking(recall, settings, tenant_id=tenant_id, user_id=user_id, query=query)
-        except Exception as exc:  # any failure of the index or the embedder: serve without it
-            return exc
+    if searched is None:
+        searched = vector_result(recall, settings, mode=mode, tenant_id=tenant_id, user_id=user_id, query=query)
 
     # The index is searched while PostgreSQL ranks (the lexical query also says whether the index lags).
     (lexical, waited, _), vec = await asyncio.gather(
@@ -103,8 +119,9 @@ async def relevance(
             max_hits=settings.recall.lexical_max_hits,
             lexicon_texts=settings.recall.lexicon_texts,
             lexicon_postings=settings.recall.lexicon_postings,
+            first=first,
         ),
-        vectors(),
+        searched,
     )
     warnings: list[str] = []
     if use_vectors:

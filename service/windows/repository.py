@@ -386,13 +386,19 @@ def _with_json(row: Any, extra: Any) -> Any:
 
 
 async def window_version(
-    session: AsyncSession, *, selection: Selection, recent: int
-) -> tuple[tuple[int, int, int, int], bool]:
+    session: AsyncSession, *, selection: Selection, recent: int, terms: LexicalTerms | None = None
+) -> tuple[tuple[int, int, int, int], bool, LexicalTerms | None]:
     """What the window's rows are now: (items, their versions, entries, their versions) as
-    :func:`version_of` computes them from fetched rows, and whether this transaction has written nothing."""
+    :func:`version_of` computes them from fetched rows, and whether this transaction has written nothing;
+    given ``terms``, read in the same statement, the lexical ranking's first rows (``terms`` with them)."""
     driver = await driver_connection(session)
-    r = await driver.fetchrow(_VERSION_SQL, *selection.args(), recent)
-    return (r["items"], r["items_version"], r["entries"], r["entries_version"]), r["clean"]
+    if terms is None:
+        r = await driver.fetchrow(_VERSION_SQL, *selection.args(), recent)
+        return (r["items"], r["items_version"], r["entries"], r["entries_version"]), r["clean"], None
+    rows = list(await driver.fetch(_VERSION_AND_TERMS_SQL, *selection.args(), recent, *terms.args))
+    r = rows[0]
+    read = LexicalTerms(terms.args, terms.base, rows)
+    return (r["items"], r["items_version"], r["entries"], r["entries_version"]), r["clean"], read
 
 
 def version_of(rows: Sequence[Any]) -> tuple[int, int]:
@@ -441,6 +447,36 @@ LEFT JOIN LATERAL (
     ORDER BY seq LIMIT {lexicon.DELTA_ROWS}
 ) AS d ON true
 """
+# The cache check and the lexical ranking's first statement in one round trip, when the window knows
+# before its state what the ranking will ask (``LexicalTerms``): the parameters of the second renumbered
+# from $9 (tenant and user are $1 and $2 of both). The window searches the vector index while
+# PostgreSQL runs it (service.windows.service): the index search, Python holding the interpreter lock,
+# hides the statement's time, which it did for the lexical statement alone before.
+_VERSION_AND_TERMS_SQL = (
+    "SELECT v.*, l.* FROM (" + _VERSION_SQL + ") AS v CROSS JOIN ("
+    + _LEXICAL_TERMS.replace("$3", "$9").replace("$4", "$10").replace("$5", "$11")
+    + ") AS l"
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class LexicalTerms:
+    """What the lexical ranking's first statement asks (``terms_args``) and, once read, its rows."""
+
+    args: tuple[str, int, int | None]  # the query, the most texts a copy may hold + 1 (0: no copy), its top
+    base: lexicon.Lexicon | None  # the copy whose top it is
+    rows: list[Any] | None = None
+
+
+def terms_args(
+    *, tenant_id: str, user_id: str, query: str, documents: int, lexicon_texts: int, lexicon_postings: int
+) -> LexicalTerms:
+    """What the lexical ranking's first statement asks of a user with ``documents`` items."""
+    copy = lexicon_texts > 0 and lexicon_postings > 0 and documents <= lexicon_texts
+    base = lexicon.held(tenant_id, user_id) if copy else None
+    return LexicalTerms((query, lexicon_texts + 1 if copy else 0, base.top if base is not None else None), base)
+
+
 # Then, for each kept term ($3), the user's texts holding it and their lengths (distinct lexemes): the
 # indexed ones through item_search's per-user GIN index (one probe per term), unexpired ($4: item_search
 # keeps its item's expires_at; it holds active items only, the worker removes the others), plus the
@@ -639,6 +675,7 @@ async def lexical_ranking(
     max_hits: int = 2_000,
     lexicon_texts: int = 0,
     lexicon_postings: int = 0,
+    first: LexicalTerms | None = None,
 ) -> tuple[list[tuple[str, float]], float, int]:
     """(id, BM25 score) of the user's active items matching any of the query's kept terms, best first
     (scoring.lexical: inverse document frequencies from the user's own texts, length-normalised), how many
@@ -646,19 +683,25 @@ async def lexical_ranking(
     many of the query's terms were too common among the user's ``documents`` items to rank by
     (``max_hits``). A user with at most ``lexicon_texts`` texts and nothing queued is ranked from this
     process's copy of them (lexicon.py; copies bounded by ``lexicon_postings`` in all), the others in
-    PostgreSQL."""
+    PostgreSQL. ``first``: the first statement's rows, read already with the window's cache check (used
+    when they answer what this ranking would ask)."""
     driver = await driver_connection(session)
     shares = await term_shares(driver)
     copy = lexicon_texts > 0 and lexicon_postings > 0 and documents <= lexicon_texts
-    base = lexicon.held(tenant_id, user_id) if copy else None
-    rows = await driver.fetch(
-        _LEXICAL_TERMS,
-        tenant_id,
-        user_id,
-        query,
-        lexicon_texts + 1 if copy else 0,
-        base.top if base is not None else None,
+    asked = terms_args(
+        tenant_id=tenant_id,
+        user_id=user_id,
+        query=query,
+        documents=documents,
+        lexicon_texts=lexicon_texts,
+        lexicon_postings=lexicon_postings,
     )
+    if first is not None and first.rows is not None and first.args[:2] == asked.args[:2]:
+        # Read with the cache check (window_version), for the same query and copy decision; its base is
+        # the copy whose top it asked after (the rows written since are that copy's delta).
+        rows, base = first.rows, first.base
+    else:
+        rows, base = list(await driver.fetch(_LEXICAL_TERMS, tenant_id, user_id, *asked.args)), asked.base
     row = rows[0]
     kept, ignored = lexical.kept_terms(row["lexemes"] or [], shares, documents=documents, max_hits=max_hits)
     lag = max(0.0, row["lag"] or 0.0)

@@ -8,10 +8,11 @@ elements, the relevance of each item to its query, and the give-way steps its bu
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -140,10 +141,23 @@ async def build_window(
     turn = _turn(req, messages, count, complete=stored is None)
 
     await repository.prefer_generic_plans(ctx.session)
-    state = await _user_state(ctx, user_id, req, count)
-    variant = state.variant(pin_goal=req.goal is None, pin_plan=req.plan is None)
-    repeats = _repeats_of_pinned(variant, turn.pinned)
-    found, retrieved, left_out, applicable = await _retrieve(ctx, user_id, req, state, count)
+    # The index is searched while PostgreSQL checks the cache (and reads the query's terms with it): the
+    # search holds the interpreter, so it overlaps only with a statement in flight.
+    query = req.query or req.input
+    searched = asyncio.ensure_future(
+        recall.vector_result(
+            ctx.vectors, settings, mode=None, tenant_id=principal.tenant_id, user_id=user_id, query=query
+        )
+    )
+    try:
+        state, first = await _user_state(ctx, user_id, req, count)
+        variant = state.variant(pin_goal=req.goal is None, pin_plan=req.plan is None)
+        repeats = _repeats_of_pinned(variant, turn.pinned)
+        found, retrieved, left_out, applicable = await _retrieve(
+            ctx, user_id, req, state, count, first=first, searched=searched
+        )
+    finally:
+        searched.cancel()  # a no-op once done; else the window failed before it needed the search
 
     echoes: dict[str, str] = {}
 
@@ -434,13 +448,21 @@ def _prompt(outcome: Any, req: WindowRequest, messages: list[dict[str, Any]]) ->
 
 @traced("window.retrieve")
 async def _retrieve(
-    ctx: RequestContext, user_id: str, req: WindowRequest, state: UserState, count: TokenCounter
+    ctx: RequestContext,
+    user_id: str,
+    req: WindowRequest,
+    state: UserState,
+    count: TokenCounter,
+    *,
+    first: repository.LexicalTerms | None = None,
+    searched: Awaitable[recall.VectorResult] | None = None,
 ) -> tuple[recall.Relevance, list[Element], list[tuple[str, str]], int]:
     """Retrieve (docs/design.md §3.6 step 1): the relevance of the user's items to the query (hybrid: PostgreSQL
     full-text search and the vector index), and the retrieved items the standing rows do not hold —
     confirmed by PostgreSQL (active, unexpired, in the request's domains) — as elements: those that apply
     here in their own sections, the best few from outside this window's scopes as recalled background.
-    Also what was left out of them and how many apply here."""
+    Also what was left out of them and how many apply here. ``first`` and ``searched``: the lexical
+    ranking's first rows (read with the cache check) and the index's search, begun already."""
     settings = ctx.settings
     found = await recall.relevance(
         ctx.session,
@@ -451,6 +473,8 @@ async def _retrieve(
         query=req.query or req.input,
         now=ctx.now,
         documents=state.applicable,
+        first=first,
+        searched=searched,
     )
     others = sorted((i for i in found.scores if i not in state.known), key=lambda i: (-found.scores[i], i))
     if not others:
@@ -477,13 +501,19 @@ def _selection(ctx: RequestContext, user_id: str, req: WindowRequest) -> reposit
 
 
 @traced("window.state")
-async def _user_state(ctx: RequestContext, user_id: str, req: WindowRequest, count: Callable[[str], int]) -> UserState:
+async def _user_state(
+    ctx: RequestContext, user_id: str, req: WindowRequest, count: Callable[[str], int]
+) -> tuple[UserState, repository.LexicalTerms | None]:
     """The row-derived part of the window: from the cache when ``window_version`` confirms it, else built
     from a fresh fetch (and cached, unless this transaction has written: see repository). A state rebuilt
     because the items changed keeps the profile part of the one it replaces when the entries did not
     change (one read and the profile's derivation fewer: the window after each turn a conversation
     stores), reads again only the columns of rows that one did not hold (``repository.window_items``) and
-    reuses the elements of rows it held (``state.cached_element``)."""
+    reuses the elements of rows it held (``state.cached_element``).
+
+    With the cache check goes the lexical ranking's first statement, when a state held for these rows
+    says how many items the user has (which decides what that statement asks): returned beside the
+    state, for ``_retrieve``."""
     settings = ctx.settings
     selection = _selection(ctx, user_id, req)
     recent = settings.window.recent_items
@@ -493,13 +523,26 @@ async def _user_state(ctx: RequestContext, user_id: str, req: WindowRequest, cou
     clean = False
     stale: UserState | None = None
     profile: ProfilePart | None = None
+    first: repository.LexicalTerms | None = None
     if use_cache:
-        version, clean = await repository.window_version(ctx.session, selection=selection, recent=recent)
+        known = CACHE.peek(key)
+        if isinstance(known, UserState):
+            first = repository.terms_args(
+                tenant_id=selection.tenant_id,
+                user_id=user_id,
+                query=req.query or req.input,
+                documents=known.applicable,
+                lexicon_texts=settings.recall.lexicon_texts,
+                lexicon_postings=settings.recall.lexicon_postings,
+            )
+        version, clean, first = await repository.window_version(
+            ctx.session, selection=selection, recent=recent, terms=first
+        )
         if clean:
             cached = CACHE.get(key, version, ctx.now)
             if cached is not None:
                 assert isinstance(cached, UserState)
-                return cached
+                return cached, first
         held = CACHE.peek(key)
         if isinstance(held, UserState):
             stale = held
@@ -533,4 +576,4 @@ async def _user_state(ctx: RequestContext, user_id: str, req: WindowRequest, cou
     )
     if clean:
         CACHE.put(key, state, max_entries=settings.window.cache_entries, max_rows=settings.window.cache_rows)
-    return state
+    return state, first

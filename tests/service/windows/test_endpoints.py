@@ -63,7 +63,8 @@ async def test_a_window_reads_on_the_reads_pool_without_a_transaction(
 ) -> None:
     """The window's statements run on a connection of the reads pool (service/db/engine.py): generic plans
     from the connection's start and autocommit, so that connection is sent no BEGIN, SET LOCAL or COMMIT —
-    nothing but the window's own statements."""
+    nothing but the window's own statements; once a state is held, the cache check carries the lexical
+    ranking's first statement."""
     target = url()
     items = [{"type": "fact", "content": f"the orders replica {i} lags at night", "source": "user"} for i in range(80)]
     r = await client.post(target.replace("/window", "/items/batch"), json={"items": items}, headers=tenant.agent)
@@ -89,3 +90,6 @@ async def test_a_window_reads_on_the_reads_pool_without_a_transaction(
         (reader,) = {conn for conn, query in sent if "AS lexemes" in query}  # the lexical ranking's
         on_reader = [query.split()[0].upper() for conn, query in sent if conn == reader]
         assert on_reader and not {"BEGIN", "BEGIN;", "SET", "COMMIT", "COMMIT;"} & set(on_reader), on_reader
+        if turn:  # a state held: the query's terms are read with the cache check, in one statement
+            terms = [query for conn, query in sent if conn == reader and "t.lexemes, t.lag" in query]
+            assert len(terms) == 1 and "items_version" in terms[0], terms
