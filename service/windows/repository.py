@@ -687,7 +687,6 @@ async def lexical_ranking(
     when they answer what this ranking would ask)."""
     driver = await driver_connection(session)
     shares = await term_shares(driver)
-    copy = lexicon_texts > 0 and lexicon_postings > 0 and documents <= lexicon_texts
     asked = terms_args(
         tenant_id=tenant_id,
         user_id=user_id,
@@ -696,6 +695,7 @@ async def lexical_ranking(
         lexicon_texts=lexicon_texts,
         lexicon_postings=lexicon_postings,
     )
+    copy = asked.args[1] > 0  # ranked from the process's copy of the user's texts, if it is current
     if first is not None and first.rows is not None and first.args[:2] == asked.args[:2]:
         # Read with the cache check (window_version), for the same query and copy decision; its base is
         # the copy whose top it asked after (the rows written since are that copy's delta).
