@@ -175,7 +175,7 @@ async def build_window(
             tools_tokens=turn.tools_tokens,
             count=count,
             count_blocks=count.blocks if count.additive else None,
-            query=req.query or req.input,
+            query=query,
         )
 
     loose: list[Element] = retrieved
