@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -72,13 +72,15 @@ async def vector_result(
 @dataclass(frozen=True)
 class Relevance:
     """Item id → relevance in (0, 1] (1 for the best of this query; items in neither ranking: absent),
-    the rankings it was fused from (best first; ``vector`` is ``None`` when the index was not used) and
-    the warnings to pass on."""
+    the rankings it was fused from (best first; ``vector`` is ``None`` when the index was not used),
+    the warnings to pass on and, for a window's selection, what its conversation context read of the
+    scored rows (``repository.Conversations.checked``, for ``repository.retrieved_items``)."""
 
     scores: dict[str, float]
     lexical: list[tuple[str, float]] | None
     vector: list[tuple[str, float]] | None
     warnings: list[str]
+    checked: dict[str, repository.Checked | None] = field(default_factory=dict)
 
 
 async def relevance(
@@ -94,12 +96,14 @@ async def relevance(
     documents: int = 0,
     first: repository.LexicalTerms | None = None,
     searched: Awaitable[VectorResult] | None = None,
+    selection: repository.Selection | None = None,
 ) -> Relevance:
     """The relevance of the user's items to ``query`` under ``mode`` (default: ``settings.recall.mode``).
     ``vector`` mode falls back to the lexical ranking when the index cannot be used; ``hybrid`` then
     uses the lexical ranking alone; either way the warnings say ``degraded``. A caller that has begun
     them already hands over the lexical ranking's first rows (``first``: repository.window_version) and
-    the index's search (``searched``: ``vector_result`` for the same query and mode)."""
+    the index's search (``searched``: ``vector_result`` for the same query and mode). A window passes its
+    ``selection`` (this user's): the conversation context then also checks the scored rows for it."""
     mode = mode or settings.recall.mode
     use_vectors = mode in ("hybrid", "vector")
     if searched is None:
@@ -138,10 +142,10 @@ async def relevance(
     found = vec if isinstance(vec, list) and not warnings else None
     words = None if mode == "vector" and found is not None else lexical  # vector mode: the fallback only
     scores = normalised(fuse(words, found, settings, recall))
-    scores = await in_conversation(
-        session, settings, scores, tenant_id=tenant_id, user_id=user_id, now=now, query=query
+    scores, checked = await in_conversation(
+        session, settings, scores, tenant_id=tenant_id, user_id=user_id, now=now, query=query, selection=selection
     )
-    return Relevance(scores, words, found, warnings)
+    return Relevance(scores, words, found, warnings, checked)
 
 
 async def in_conversation(
@@ -153,20 +157,22 @@ async def in_conversation(
     user_id: str,
     now: datetime,
     query: str = "",
-) -> dict[str, float]:
+    selection: repository.Selection | None = None,
+) -> tuple[dict[str, float], dict[str, repository.Checked | None]]:
     """Items read in their conversation and their time (scoring/relevance.py), as ``settings.recall`` says: a
     turn gains from its best neighbours (``in_context``: the neighbours of the ``context_sources`` most
     relevant items), a question turn hands a share of its relevance to its reply (``answered``), then a turn
     leans towards its session's relevance (``in_session``); where the query names a date, what was observed
     then is preferred (``in_period``). One round trip for all; none when all are off or nothing is
-    relevant."""
+    relevant. Also, given a window's ``selection``, what that round trip read of the rows for it
+    (``repository.Conversations.checked``; empty without one)."""
     r = settings.recall
     neighbours = r.context_share > 0 and r.context_reach > 0
     sessions = r.session_share > 0
     questions = r.question_share > 0
     periods = named_periods(query) if r.period_share > 0 else []
     if not scores or not (neighbours or sessions or questions or periods):
-        return scores
+        return scores, {}
     best = sorted(scores, key=lambda i: (-scores[i], i))[: r.context_sources] if neighbours or questions else []
     found = await repository.conversation_context(
         session,
@@ -177,12 +183,13 @@ async def in_conversation(
         reach=max(r.context_reach, 1) if questions else r.context_reach,
         now=now,
         question=QUESTION_END if questions else None,
+        selection=selection,
     )
     if neighbours:
         scores = in_context(scores, found.links, share=r.context_share)
     scores = answered(scores, found.asking, found.replies, share=r.question_share)
     scores = in_session(scores, found.session_of, share=r.session_share, turns=r.session_turns)
-    return in_period(scores, found.observed_at, periods, share=r.period_share)
+    return in_period(scores, found.observed_at, periods, share=r.period_share), found.checked
 
 
 def fuse(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -120,6 +120,18 @@ UNION ALL
 """
 _ITEMS_SQL = f"SELECT * FROM ({_ROWS.format(cols=_COLUMNS + ', ' + _VERSION + ' AS version')}) AS w ORDER BY id"
 _APPLICABLE_COUNT_SQL = f"SELECT count(*) FROM context_item {_ITEMS_WHERE}"
+
+
+def _retrievable(alias: str = "", *, now: str, domains: str) -> str:
+    """The SQL predicate "this item may be shown in a window now": in force, unexpired at ``now``, in the
+    ``domains`` (a text[] parameter; NULL: any) or in none. What ``retrieved_items`` checks of a row."""
+    a = f"{alias}." if alias else ""
+    return (
+        f"{active_sql(alias or None)} AND ({a}expires_at IS NULL OR {a}expires_at > {now})"
+        f" AND ({domains}::text[] IS NULL OR {a}domain IS NULL OR {a}domain = ANY({domains}::text[]))"
+    )
+
+
 # Items retrieved for a query that the window's rows do not hold, re-checked here: active, unexpired, in the
 # request's domains; ``applicable`` says whether they apply to this window's scopes (else they can only be
 # recalled). Whatever the index still holds of a superseded or deleted item stops here. Best first.
@@ -129,8 +141,7 @@ _RETRIEVED_SQL = f"""
 SELECT {_COLUMNS}, {_VERSION} AS version,
        {_applies(6)} AS applicable
 FROM context_item
-WHERE tenant_id = $1 AND user_id = $2 AND id = ANY($3::uuid[]) AND {_ACTIVE}
-  AND (expires_at IS NULL OR expires_at > $4) AND ($5::text[] IS NULL OR domain IS NULL OR domain = ANY($5::text[]))
+WHERE tenant_id = $1 AND user_id = $2 AND id = ANY($3::uuid[]) AND {_retrievable(now="$4", domains="$5")}
 ORDER BY array_position($3::uuid[], id)
 """
 # The same, reading the columns only of rows whose version this process does not hold already: a window
@@ -160,9 +171,7 @@ WITH c AS MATERIALIZED (
     FROM unnest($3::text::uuid[], $10::text::bigint[]) WITH ORDINALITY AS o(id, held_version, n)
     CROSS JOIN LATERAL (
         SELECT {_COLUMNS}, {_VERSION} AS version FROM context_item
-        WHERE tenant_id = $1 AND user_id = $2 AND id = o.id AND {_ACTIVE}
-          AND (expires_at IS NULL OR expires_at > $4)
-          AND ($5::text[] IS NULL OR domain IS NULL OR domain = ANY($5::text[]))) AS r
+        WHERE tenant_id = $1 AND user_id = $2 AND id = o.id AND {_retrievable(now="$4", domains="$5")}) AS r
 )
 SELECT {_held_columns("c", "c.held")}, c.version, c.held, {_applies(6, "c")} AS applicable, c.n
 FROM c
@@ -302,11 +311,45 @@ _HELD_MAX = 20_000
 
 
 async def retrieved_items(
-    session: AsyncSession, *, selection: Selection, ids: Sequence[str], now: Any
+    session: AsyncSession,
+    *,
+    selection: Selection,
+    ids: Sequence[str],
+    now: Any,
+    checked: Mapping[str, Checked | None] | None = None,
 ) -> list[tuple[Any, bool]]:
     """The given items (best first) that are active and unexpired now and in the selection's domains, in
     the given order, each with whether it applies to the selection's scope instances. Rows held from an
-    earlier read in the same version are not read again."""
+    earlier read in the same version are not read again. ``checked``: what the conversation context read
+    of some of them for the same selection and time (``Conversations.checked``): those it found unusable
+    are left out, those this process holds in the version it read are taken as held, and only the others
+    are read here (no round trip when none is left)."""
+    if not checked:
+        return await _read_retrieved(session, selection=selection, ids=ids, now=now)
+    tenant_id = selection.tenant_id
+    known: dict[str, tuple[Any, bool]] = {}
+    ask: list[str] = []
+    for i in ids:
+        if i not in checked:
+            ask.append(i)
+            continue
+        seen = checked[i]
+        if seen is None:
+            continue
+        record = _HELD.get((tenant_id, i))
+        if record is not None and record["version"] == seen[0]:
+            known[i] = (record, seen[1])
+        else:
+            ask.append(i)
+    if ask:
+        for record, applies in await _read_retrieved(session, selection=selection, ids=ask, now=now):
+            known[str(record["id"])] = (record, applies)
+    return [known[i] for i in ids if i in known]
+
+
+async def _read_retrieved(
+    session: AsyncSession, *, selection: Selection, ids: Sequence[str], now: Any
+) -> list[tuple[Any, bool]]:
     if not ids:
         return []
     driver = await driver_connection(session)
@@ -525,27 +568,43 @@ SELECT lexeme, array_agg(id) AS ids, array_agg(len) AS lens FROM pairs GROUP BY 
 # generic plan (made for the database's average user) found the sources in ix_context_item_conversation
 # by tenant and user, reading every conversation turn of the user to pick out the ids; OFFSET 0 keeps each
 # probe a subquery of its own (else the planner joins the ids with a read of the user's rows again).
+# With each row, what ``retrieved_items`` would check of it for a window ($8: its domains, $9-$12: its
+# scope instances): the row's version, whether it may be shown now (``usable``: in force, unexpired, in the
+# domains: ``_retrievable``) and whether it applies to the window's scopes. A window's retrieved items are
+# mostly these rows, read already, so for those this process holds in the same version the window needs
+# no read of its own (one round trip and ~100 primary-key probes fewer).
+_NEIGHBOUR_COLUMNS = (
+    "c.id, c.observed_at, c.status, c.expires_at, c.domain, c.scope, c.scope_ref,"
+    " uuid_hash_extended(c.id, c.xmin::text::bigint) AS version"
+)
 _CONVERSATION = f"""
 SELECT s.id::text AS source, NULL::text AS neighbour, 0::bigint AS distance,
        CASE WHEN s.type = 'episode' THEN s.session_id END AS session_id, s.observed_at,
        CASE WHEN s.type = 'episode' AND s.session_id IS NOT NULL THEN s.content ~ $7::text END AS asks,
-       NULL::boolean AS after
+       NULL::boolean AS after, s.version, {_retrievable("s", now="$5", domains="$8")} AS usable,
+       {_applies(9, "s")} AS applicable
 FROM unnest($6::uuid[]) AS o(id)
-CROSS JOIN LATERAL (SELECT * FROM context_item WHERE id = o.id AND tenant_id = $1 AND user_id = $2 OFFSET 0) AS s
+CROSS JOIN LATERAL (
+    SELECT *, {_VERSION} AS version FROM context_item WHERE id = o.id AND tenant_id = $1 AND user_id = $2 OFFSET 0
+) AS s
 UNION ALL
 SELECT s.id::text AS source, n.id::text AS neighbour, n.d AS distance, s.session_id, n.observed_at,
-       NULL::boolean AS asks, n.after
+       NULL::boolean AS asks, n.after, n.version,
+       {_retrievable("n", now="$5", domains="$8")} AS usable,
+       {_applies(9, "n")} AS applicable
 FROM unnest($3::uuid[]) AS o(id)
 CROSS JOIN LATERAL (SELECT * FROM context_item WHERE id = o.id AND tenant_id = $1 AND user_id = $2 OFFSET 0) AS s
 CROSS JOIN LATERAL (
-    (SELECT c.id, c.observed_at, row_number() OVER (ORDER BY c.observed_at DESC, c.id DESC) AS d, false AS after
+    (SELECT {_NEIGHBOUR_COLUMNS},
+            row_number() OVER (ORDER BY c.observed_at DESC, c.id DESC) AS d, false AS after
      FROM context_item c
      WHERE c.tenant_id = s.tenant_id AND c.user_id = s.user_id AND c.session_id = s.session_id
        AND c.type = 'episode' AND (c.observed_at, c.id) < (s.observed_at, s.id)
        AND {active_sql("c")} AND (c.expires_at IS NULL OR c.expires_at > $5)
      ORDER BY c.observed_at DESC, c.id DESC LIMIT $4)
     UNION ALL
-    (SELECT c.id, c.observed_at, row_number() OVER (ORDER BY c.observed_at, c.id) AS d, true AS after
+    (SELECT {_NEIGHBOUR_COLUMNS},
+            row_number() OVER (ORDER BY c.observed_at, c.id) AS d, true AS after
      FROM context_item c
      WHERE c.tenant_id = s.tenant_id AND c.user_id = s.user_id AND c.session_id = s.session_id
        AND c.type = 'episode' AND (c.observed_at, c.id) > (s.observed_at, s.id)
@@ -567,6 +626,14 @@ class Conversations:
     # each source's next turn in its session (the reply).
     asking: set[str] = field(default_factory=set)
     replies: dict[str, str] = field(default_factory=dict)
+    # Given a window's selection: each item asked about and each neighbour → (its row's version, whether
+    # it applies to the selection's scopes) if a window may show it now, else None (or not the user's).
+    checked: dict[str, Checked | None] = field(default_factory=dict)
+
+
+# What the conversation context read of a row for ``retrieved_items``: its version, and whether it
+# applies to the window's scope instances.
+Checked = tuple[int, bool]
 
 
 async def conversation_context(
@@ -579,22 +646,37 @@ async def conversation_context(
     reach: int,
     now: datetime,
     question: str | None = None,
+    selection: Selection | None = None,
 ) -> Conversations:
     """When each of ``ids`` was observed and the session of those that are conversation turns (an episode with
     a ``session_id``) — and, given ``question`` (a regular expression), which of those turns match it — and
     for the turns among ``sources`` the live episodes of the same session up to ``reach`` turns before and
-    after each (none when ``reach`` is 0), with their sessions and times too. Nothing is asked when there is
-    nothing to ask."""
+    after each (none when ``reach`` is 0), with their sessions and times too. Given a window's
+    ``selection`` (of this user), also what ``retrieved_items`` checks of each of those rows
+    (``Conversations.checked``). Nothing is asked when there is nothing to ask."""
     reach = max(0, reach)
     if not ids and not (sources and reach):
         return Conversations([], {}, {})
     driver = await driver_connection(session)
-    rows = await driver.fetch(_CONVERSATION, tenant_id, user_id, sources if reach else [], reach, now, ids, question)
+    scope = selection.args() if selection is not None else (tenant_id, user_id, "", "", "", "", None)
+    rows = await driver.fetch(
+        _CONVERSATION,
+        tenant_id,
+        user_id,
+        sources if reach else [],
+        reach,
+        now,
+        ids,
+        question,
+        scope[6],
+        *scope[2:6],
+    )
     links: list[tuple[str, str, int]] = []
     session_of: dict[str, str] = {}
     observed_at: dict[str, datetime] = {}
     asking: set[str] = set()
     replies: dict[str, str] = {}
+    checked: dict[str, Checked | None] = dict.fromkeys(ids) if selection is not None else {}
     for r in rows:
         if r["neighbour"] is None:
             observed_at[r["source"]] = r["observed_at"]
@@ -602,6 +684,8 @@ async def conversation_context(
                 session_of[r["source"]] = r["session_id"]
             if r["asks"]:
                 asking.add(r["source"])
+            if selection is not None:
+                checked[r["source"]] = (r["version"], r["applicable"]) if r["usable"] else None
         else:
             distance = int(r["distance"])
             links.append((r["source"], r["neighbour"], distance))
@@ -609,7 +693,9 @@ async def conversation_context(
             observed_at[r["neighbour"]] = r["observed_at"]
             if distance == 1 and r["after"]:
                 replies[r["source"]] = r["neighbour"]
-    return Conversations(links, session_of, observed_at, asking, replies)
+            if selection is not None:
+                checked[r["neighbour"]] = (r["version"], r["applicable"]) if r["usable"] else None
+    return Conversations(links, session_of, observed_at, asking, replies, checked)
 
 
 _SHARES_SQL = """

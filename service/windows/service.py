@@ -459,11 +459,13 @@ async def _retrieve(
 ) -> tuple[recall.Relevance, list[Element], list[tuple[str, str]], int]:
     """Retrieve (docs/design.md §3.6 step 1): the relevance of the user's items to the query (hybrid: PostgreSQL
     full-text search and the vector index), and the retrieved items the standing rows do not hold —
-    confirmed by PostgreSQL (active, unexpired, in the request's domains) — as elements: those that apply
+    confirmed by PostgreSQL (active, unexpired, in the request's domains; mostly in the conversation
+    context's round trip, which reads what a retrieved row needs checked: repository.retrieved_items) — as elements: those that apply
     here in their own sections, the best few from outside this window's scopes as recalled background.
     Also what was left out of them and how many apply here. ``first`` and ``searched``: the lexical
     ranking's first rows (read with the cache check) and the index's search, begun already."""
     settings = ctx.settings
+    selection = _selection(ctx, user_id, req)
     found = await recall.relevance(
         ctx.session,
         ctx.vectors,
@@ -475,12 +477,13 @@ async def _retrieve(
         documents=state.applicable,
         first=first,
         searched=searched,
+        selection=selection,
     )
     others = sorted((i for i in found.scores if i not in state.known), key=lambda i: (-found.scores[i], i))
     if not others:
         return found, [], [], 0
     rows = await repository.retrieved_items(
-        ctx.session, selection=_selection(ctx, user_id, req), ids=others, now=ctx.now
+        ctx.session, selection=selection, ids=others, now=ctx.now, checked=found.checked
     )
     elements, left_out, applicable = retrieved_elements(
         rows, state, user_id=user_id, count=count, recall_limit=settings.recall.limit

@@ -401,3 +401,60 @@ async def test_retrieved_rows_held_are_read_again_only_in_a_new_version(
         ids[3]: "retrieved fact 3",
         ids[4]: "retrieved fact 4",
     }
+
+
+async def test_retrieved_rows_the_conversation_context_checked_are_taken_without_a_read(
+    client: httpx.AsyncClient, tenant: TenantKeys, db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The conversation context reads, for a window's selection, each scored row's version and whether the
+    window may show it now. Given that, ``retrieved_items`` leaves out the rows it may not show, takes the
+    rows this process holds in that version as held, and reads only the others: the same rows, in the same
+    order and with the same scopes, as its own read of all of them."""
+    items: list[dict[str, Any]] = [{"type": "fact", "content": f"checked fact {i}", "source": "user"} for i in range(6)]
+    items[4]["domain"] = "sales"  # outside the window's domains
+    items[5].update(scope="session", session_id="s2")  # another session's: recalled, not applicable
+    r = await client.post(ITEMS + "/batch", json={"items": items}, headers=tenant.agent)
+    assert r.status_code == 201, r.text
+    ids = [i["id"] for i in r.json()["items"]]
+    selection = repository.Selection(tenant_id=tenant.tenant_id, user_id=USER, session_id="s1", domains=("ops",))
+    now = datetime(2000, 1, 1, tzinfo=UTC)
+    order = [ids[5], ids[4], ids[3], ids[2], ids[1], ids[0], str(uuid.uuid4())]  # and one not the user's
+    read: list[list[str]] = []
+    real_read = repository._read_retrieved
+
+    async def spy(session: Any, *, selection: repository.Selection, ids: list[str], now: datetime) -> Any:
+        read.append(list(ids))
+        return await real_read(session, selection=selection, ids=ids, now=now)
+
+    async def checked() -> dict[str, repository.Checked | None]:
+        context = await repository.conversation_context(
+            session, tenant_id=tenant.tenant_id, user_id=USER, ids=order, sources=[], reach=0, now=now,
+            selection=selection,
+        )  # fmt: skip
+        return context.checked
+
+    async with db.sessionmaker() as session:
+        first = await repository.retrieved_items(session, selection=selection, ids=ids[:3], now=now)
+        for sql in ("SET content = 'checked fact edited'", "SET status = 'superseded'"):
+            await session.execute(
+                text(f"UPDATE context_item {sql} WHERE tenant_id = :t AND id = :i"),
+                {"t": tenant.tenant_id, "i": ids[1] if "content" in sql else ids[2]},
+            )
+        monkeypatch.setattr(repository, "_read_retrieved", spy)
+        seen = await checked()
+        taken = await repository.retrieved_items(session, selection=selection, ids=order, now=now, checked=seen)
+        again = await repository.retrieved_items(
+            session, selection=selection, ids=order, now=now, checked=await checked()
+        )
+        monkeypatch.undo()
+        full = await repository.retrieved_items(session, selection=selection, ids=order, now=now)
+        await session.rollback()
+    # the superseded row, the one outside the domains and the unknown id are checked unusable
+    assert [i for i in order if seen.get(i, ()) is None] == [ids[4], ids[2], order[-1]]
+    assert read == [[ids[5], ids[3], ids[1]]]  # the edited row and those never held; then nothing at all
+    held = {str(row["id"]): row for row, _ in first}
+    assert taken[-1][0] is held[ids[0]]
+    expected = [(ids[5], False, "checked fact 5"), (ids[3], True, "checked fact 3"),
+                (ids[1], True, "checked fact edited"), (ids[0], True, "checked fact 0")]  # fmt: skip
+    for got in (taken, again, full):
+        assert [(str(row["id"]), fits, row["content"]) for row, fits in got] == expected

@@ -157,8 +157,9 @@ async def test_a_user_with_100k_items_costs_a_window_a_bounded_set_of_rows(
         # The conversation context finds its items by primary key, not among the user's conversation turns.
         ids = "'{" + target + "}'"
         context = await generic_plan(
-            repository._CONVERSATION, "text, text, uuid[], int, timestamptz, uuid[], text",
-            t, "'big'", ids, "2", "'2000-01-01T00:00:00Z'", ids, "'[?]$'",
+            repository._CONVERSATION,
+            "text, text, uuid[], int, timestamptz, uuid[], text, text[], text, text, text, text",
+            t, "'big'", ids, "2", "'2000-01-01T00:00:00Z'", ids, "'[?]$'", "NULL", "'s1'", "''", "''", "''",
         )  # fmt: skip
         await driver.execute("RESET plan_cache_mode")
     assert "ix_item_search_user_tsv" in plan, plan
@@ -222,8 +223,19 @@ async def test_the_window_sql_applies_scopes_as_scoring_does(
             )
             rows, applicable = await repository.window_items(s, selection=selection, recent=1000)
             retrieved = await repository.retrieved_items(s, selection=selection, ids=ids, now=EARLY)
+            # What the conversation context checks of the same rows for the window (and what the
+            # retrieved rows are then taken from) applies the scopes the same way.
+            context = await repository.conversation_context(
+                s, tenant_id=tenant.tenant_id, user_id="scopes", ids=ids, sources=[], reach=0, now=EARLY,
+                selection=selection,
+            )  # fmt: skip
+            taken = await repository.retrieved_items(
+                s, selection=selection, ids=ids, now=EARLY, checked=context.checked
+            )
         assert {str(r["id"]) for r in rows} == expected and applicable == len(expected), where
         assert {str(row["id"]) for row, fits in retrieved if fits} == expected, where
+        assert {i for i, seen in context.checked.items() if seen is not None and seen[1]} == expected, where
+        assert [(str(row["id"]), fits) for row, fits in taken] == [(str(row["id"]), fits) for row, fits in retrieved]
         assert len(expected) < len(ids) or where == {"session": "a", "task": "b", "stage": "b", "step": "a"}
 
 
