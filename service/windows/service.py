@@ -460,10 +460,11 @@ async def _retrieve(
     """Retrieve (docs/design.md §3.6 step 1): the relevance of the user's items to the query (hybrid: PostgreSQL
     full-text search and the vector index), and the retrieved items the standing rows do not hold —
     confirmed by PostgreSQL (active, unexpired, in the request's domains; mostly in the conversation
-    context's round trip, which reads what a retrieved row needs checked: repository.retrieved_items) — as elements: those that apply
-    here in their own sections, the best few from outside this window's scopes as recalled background.
-    Also what was left out of them and how many apply here. ``first`` and ``searched``: the lexical
-    ranking's first rows (read with the cache check) and the index's search, begun already."""
+    context's round trip, which reads what a retrieved row needs checked: repository.retrieved_items) —
+    as elements: those that apply here in their own sections, the best few from outside this window's
+    scopes as recalled background. Also what was left out of them and how many apply here. ``first`` and
+    ``searched``: the lexical ranking's first rows (read with the cache check) and the index's search,
+    begun already."""
     settings = ctx.settings
     selection = _selection(ctx, user_id, req)
     found = await recall.relevance(
