@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import random
 from datetime import UTC, datetime
+from typing import Any
 
-import asyncpg
 import httpx
 import pytest
 
@@ -83,16 +83,16 @@ async def test_a_user_with_100k_items_costs_a_window_a_bounded_set_of_rows(
         await seed(client, tenant, "big", batch)
     await vectors.worker.drain()
 
-    planned: list[str] = []
-    real_planned = repository.planned_for_values
+    own: list[tuple[str, str]] = []
+    real_own = repository.user_postings_sql
 
-    async def spy(driver: object, sql: str, *args: object) -> list[object]:
-        planned.append(sql)
-        return await real_planned(driver, sql, *args)
+    def spy(tenant_id: str, user_id: str) -> str:
+        own.append((tenant_id, user_id))
+        return real_own(tenant_id, user_id)
 
-    monkeypatch.setattr(repository, "planned_for_values", spy)
+    monkeypatch.setattr(repository, "user_postings_sql", spy)
     w = await window(client, tenant, "big", input="When must the Zanzibar migration finish?", max_tokens=2000)
-    assert planned == [repository._POSTINGS]  # this user's postings, planned for their values
+    assert own == [(tenant.tenant_id, "big")]  # this user's postings, by a statement of this user's
     got = placed(w)
     assert got[target][0] == 0 and target_text in w["text"]  # the oldest item, found by retrieval
     assert "Never page the on-call at night." in w["text"]  # pinned, standing
@@ -127,15 +127,13 @@ async def test_a_user_with_100k_items_costs_a_window_a_bounded_set_of_rows(
 
     # Each query term's texts of this user are found inside the full-text index (tenant, user and term in
     # one GIN index): not everybody's texts holding the term filtered by user afterwards, nor the user's
-    # 100,000 texts each tested against the query. The window plans that statement for its values
-    # (repository.planned_for_values: EXPLAIN with the parameters bound shows that plan); the generic
-    # plan, which follows the average user of the database, is what the other statements run (EXECUTE
-    # of a prepared statement under force_generic_plan shows it).
+    # 100,000 texts each tested against the query. The window runs the generic plan of every statement
+    # (EXECUTE of a prepared statement under force_generic_plan shows it: an EXPLAIN with the parameters
+    # bound shows a plan made for the values, which is not what runs): the postings' statement of a large
+    # user names the user, so that its generic plan is made for this user's rows, not the average user's.
     async with db.sessionmaker() as s:
         driver = await driver_connection(s)
         await driver.execute("ANALYZE item_search")
-        args = (tenant.tenant_id, "big", ["zanzibar", "migrat"], EARLY, 1000)
-        plan = "\n".join(r[0] for r in await driver.fetch("EXPLAIN " + repository._POSTINGS, *args))
         await driver.execute("SET plan_cache_mode = force_generic_plan")
 
         async def generic_plan(sql: str, types: str, *values: str) -> str:
@@ -147,6 +145,9 @@ async def test_a_user_with_100k_items_costs_a_window_a_bounded_set_of_rows(
             return "\n".join(r[0] for r in rows)
 
         t = f"'{tenant.tenant_id}'"
+        plan = await generic_plan(
+            real_own(tenant.tenant_id, "big"), "text[], timestamptz, int", "'{zanzibar,migrat}'", "now()", "1000"
+        )
         # The first lexical statement reads the texts written since a seq from the index over (tenant,
         # user, seq), not by reading the user's 100,000 rows — with a copy's seq, and without one (a user
         # this large has no copy: a plan that scanned the table for "seq > NULL" cost 36 ms a window).
@@ -161,8 +162,25 @@ async def test_a_user_with_100k_items_costs_a_window_a_bounded_set_of_rows(
             "text, text, uuid[], int, timestamptz, uuid[], text, text[], text, text, text, text",
             t, "'big'", ids, "2", "'2000-01-01T00:00:00Z'", ids, "'[?]$'", "NULL", "'s1'", "''", "''", "''",
         )  # fmt: skip
+        # Beside many small users, the one statement's generic plan is made for a user of a few hundred
+        # texts (read the user's rows, test each against the query): the reason the large user's
+        # postings name the user. 500 small users are copied from this one's rows, for this check only.
+        copies = driver.transaction()
+        await copies.start()
+        try:
+            await many_small_users(driver, tenant.tenant_id, "big", users=500, rows=40_000)
+            shared = await generic_plan(
+                repository._POSTINGS, "text, text, text[], timestamptz, int",
+                t, "'big'", "'{zanzibar,migrat}'", "now()", "1000",
+            )  # fmt: skip
+            own = await generic_plan(
+                real_own(tenant.tenant_id, "big"), "text[], timestamptz, int", "'{zanzibar,migrat}'", "now()", "1000"
+            )
+        finally:
+            await copies.rollback()
         await driver.execute("RESET plan_cache_mode")
     assert "ix_item_search_user_tsv" in plan, plan
+    assert "ix_item_search_user_tsv" not in shared and "ix_item_search_user_tsv" in own, (shared, own)
     for first in firsts:
         since = [line for line in first.splitlines() if "Index Cond" in line and "(seq >" in line]
         assert "Index Scan using ix_item_search_user_seq" in first and since, first
@@ -170,6 +188,41 @@ async def test_a_user_with_100k_items_costs_a_window_a_bounded_set_of_rows(
     by_key = [line for line in context.splitlines() if "Index Cond" in line and "(id = o" in line]
     user_wide = [line for line in context.splitlines() if line.strip().endswith("(user_id = $2))")]
     assert len(by_key) == 2 and not user_wide and "Hash" not in context and "Seq Scan" not in context, context
+
+
+async def many_small_users(driver: Any, tenant_id: str, user_id: str, *, users: int, rows: int) -> None:
+    """``rows`` of the user's items and their full-text rows copied to ``users`` other users of the tenant
+    (new ids), and item_search analysed: a database where most users are small."""
+    columns = [
+        r["column_name"]
+        for r in await driver.fetch(
+            "SELECT column_name FROM information_schema.columns WHERE table_name = $1 AND table_schema = "
+            "current_schema() ORDER BY ordinal_position",
+            "context_item",
+        )
+    ]
+    await driver.execute(
+        "CREATE TEMP TABLE copied ON COMMIT DROP AS SELECT id AS old_id, gen_random_uuid() AS new_id, "
+        f"'small-' || (row_number() OVER () % {users}) AS user_id FROM context_item "
+        f"WHERE tenant_id = {repository.sql_literal(tenant_id)} AND user_id = {repository.sql_literal(user_id)} "
+        f"LIMIT {rows}"
+    )
+    await driver.execute(
+        "INSERT INTO end_user (tenant_id, user_id, created_at, updated_at) "
+        "SELECT DISTINCT $1::text, user_id, now(), now() FROM copied",
+        tenant_id,
+    )
+    chosen = ", ".join({"id": "m.new_id", "user_id": "m.user_id"}.get(c, f"c.{c}") for c in columns)
+    await driver.execute(
+        f"INSERT INTO context_item ({', '.join(columns)}) SELECT {chosen} "
+        "FROM context_item c JOIN copied m ON m.old_id = c.id"
+    )
+    await driver.execute(
+        "INSERT INTO item_search (item_id, tenant_id, user_id, tsv, expires_at) "
+        "SELECT m.new_id, s.tenant_id, m.user_id, s.tsv, s.expires_at "
+        "FROM item_search s JOIN copied m ON m.old_id = s.item_id"
+    )
+    await driver.execute("ANALYZE item_search")
 
 
 async def test_a_window_with_room_to_spare_shows_older_items_too(
@@ -239,25 +292,18 @@ async def test_the_window_sql_applies_scopes_as_scoring_does(
         assert len(expected) < len(ids) or where == {"session": "a", "task": "b", "stage": "b", "step": "a"}
 
 
-async def test_a_statement_planned_for_its_values_leaves_the_plan_mode_as_it_was(db: Database) -> None:
-    """``repository.planned_for_values`` runs its statement under custom plans and restores the
-    connection's mode after — outside a transaction (the window's reads pool) and inside one (where the
-    setting is the transaction's own) — and after a failing statement too."""
-    mode = "SELECT current_setting('plan_cache_mode')"
-    async with db.reads() as s:
-        driver = await driver_connection(s)
-        assert not driver.is_in_transaction() and await driver.fetchval(mode) == "force_generic_plan"
-        (inside,) = await repository.planned_for_values(driver, mode)
-        assert inside[0] == "force_custom_plan"
-        assert await driver.fetchval(mode) == "force_generic_plan"
-        with pytest.raises(asyncpg.DivisionByZeroError):
-            await repository.planned_for_values(driver, "SELECT 1 / $1::int", 0)
-        assert await driver.fetchval(mode) == "force_generic_plan"
+async def test_a_value_written_into_a_statement_reads_back_as_itself(db: Database) -> None:
+    """``repository.sql_literal`` (a large user's postings name the tenant and the user as constants): any
+    text, quotes and backslashes included, reads back as itself, with standard_conforming_strings on or
+    off; NUL, which PostgreSQL text cannot hold, is refused."""
+    values = ["u-1", "o'brien", "back\\slash", "\\'; SELECT 1; --", "it''s", "用户", "a\\nb", "'", "\\"]
     async with db.sessionmaker() as s:
         driver = await driver_connection(s)
-        async with driver.transaction():
-            await driver.execute("SET LOCAL plan_cache_mode = force_generic_plan")
-            (inside,) = await repository.planned_for_values(driver, mode)
-            assert inside[0] == "force_custom_plan"
-            assert await driver.fetchval(mode) == "force_generic_plan"
-        assert await driver.fetchval(mode) == "auto"  # SET LOCAL: nothing left after the transaction
+        for conforming in ("on", "off"):
+            await driver.execute(f"SET standard_conforming_strings = {conforming}")
+            for v in values:
+                assert await driver.fetchval(f"SELECT {repository.sql_literal(v)}::text") == v, (conforming, v)
+        await driver.execute("RESET standard_conforming_strings")
+        await s.rollback()
+    with pytest.raises(ValueError, match="NUL"):
+        repository.sql_literal("a\x00b")
