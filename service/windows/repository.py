@@ -94,13 +94,21 @@ WHERE tenant_id = $1 AND user_id = $2 AND {_ACTIVE}
   AND {_applies(3)}
   AND ($7::text[] IS NULL OR domain IS NULL OR domain = ANY($7::text[]))
 """
+
+
+def _version_of(alias: str = "") -> str:
+    """``version`` (the note on row versions above) of the rows of the table aliased ``alias``."""
+    a = f"{alias}." if alias else ""
+    return f"uuid_hash_extended({a}id, {a}xmin::text::bigint)"
+
+
+_VERSION = _version_of()
 # The window's rows: the standing candidates of every window — the user's (and global) items of the types
 # and statuses that are or may be pinned (ix_context_item_standing), and everything of this session, task,
 # stage or step (ix_context_item_scoped) — and the newest $8 other applicable items
 # (ix_context_item_user_id_order, read backwards). Both partial indexes have these very predicates
 # (service.db.models builds them from scoring.window_policy), so a user's thousands of episodes and facts
 # are never scanned; everything else reaches a window only through retrieval (``retrieved_items``).
-_VERSION = "uuid_hash_extended(id, xmin::text::bigint)"
 _COLUMNS = """id, type, content, key, domain, source, authority, scope, scope_ref, session_id, task_id, stage_id,
        step_id, hard, status, confidence, observed_at, expires_at, updated_at, token_cost, level_texts,
        level_tokens, related_ids"""
@@ -603,8 +611,7 @@ def user_postings_sql(tenant_id: str, user_id: str) -> str:
 # mostly these rows, read already, so for those this process holds in the same version the window needs
 # no read of its own (one round trip and ~100 primary-key probes fewer).
 _NEIGHBOUR_COLUMNS = (
-    "c.id, c.observed_at, c.status, c.expires_at, c.domain, c.scope, c.scope_ref,"
-    " uuid_hash_extended(c.id, c.xmin::text::bigint) AS version"
+    f"c.id, c.observed_at, c.status, c.expires_at, c.domain, c.scope, c.scope_ref, {_version_of('c')} AS version"
 )
 _CONVERSATION = f"""
 SELECT s.id::text AS source, NULL::text AS neighbour, 0::bigint AS distance,
