@@ -9,11 +9,12 @@ closes the row with the counts per kind of change, or the error.
 from __future__ import annotations
 
 import hashlib
+import logging
 import traceback
 import uuid
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import text
@@ -23,12 +24,20 @@ from schemas.jobs import JOB_NAMES, JobName
 from scoring.fourc import FourCWeights
 from service import tracing
 from service.clock import Clock
+from service.context import RequestContext
 from service.db.engine import Database, session_scope
+from service.errors import ExtractionCapReached, ExtractorUnavailableError
+from service.extraction import repository as extraction_repository
+from service.extraction.extractors import build_extractor
+from service.extraction.service import extract_session, job_principal
 from service.ids import uuid7
 from service.settings import Settings
+from service.tokenizer import build_tokenizer
 from service.vectors.recall import VectorRecall, build_recall, outbox_worker
 from service.vectors.repository import lag as outbox_lag
 from service.vectors.repository import revive_dead
+
+log = logging.getLogger("ctxmem.jobs")
 
 Progress = Callable[[str, int, int], None]  # (kind, rows changed so far in this kind, estimated total)
 
@@ -231,12 +240,64 @@ async def job_reindex(ctx: JobContext) -> dict[str, int]:
             await recall.embedder.close()
 
 
+async def job_extract(ctx: JobContext) -> dict[str, int]:
+    """Extract the sessions whose buffer is due (docs/extraction.md): enough messages wait, the newest has
+    waited ``extract_idle_seconds``, or the session ended. One session per transaction; a session another
+    process is extracting is left to it; when the extractor cannot answer (an outage, a tenant's daily
+    cap), that tenant's sessions wait for the next run."""
+    s = ctx.settings
+    extractor = build_extractor(s)
+    rows = {"sessions_extracted": 0, "messages_extracted": 0, "records_written": 0, "records_rejected": 0}
+    rows["sessions_waiting"] = 0
+    if extractor is None:
+        return rows
+    tokenizer = build_tokenizer(s.tokens.tokenizer, cache_dir=s.resolved_tokenizer_cache_dir)
+    idle_before = ctx.now - timedelta(seconds=s.extraction.idle_seconds)
+    stalled: set[str] = set()
+    try:
+        async with session_scope(ctx.db) as session:
+            due = await extraction_repository.due_sessions(
+                session,
+                tenant_id=ctx.tenant_id,
+                size=s.extraction.batch_messages,
+                idle_before=idle_before,
+                limit=s.jobs.batch_size,
+            )
+        for n, d in enumerate(due, 1):
+            if d.tenant_id in stalled:
+                rows["sessions_waiting"] += 1
+                continue
+            try:
+                async with session_scope(ctx.db) as session:
+                    rctx = RequestContext(session, job_principal(d.tenant_id), s, tokenizer, ctx.now)
+                    result = await extract_session(
+                        rctx, user_id=d.user_id, session_id=d.session_id, extractor=extractor, wait=False
+                    )
+            except (ExtractorUnavailableError, ExtractionCapReached) as exc:
+                log.warning("extract: tenant %s waits: %s", d.tenant_id, exc.detail)
+                stalled.add(d.tenant_id)
+                rows["sessions_waiting"] += 1
+                continue
+            if result is None:
+                continue
+            rows["sessions_extracted"] += 1
+            rows["messages_extracted"] += result.messages
+            rows["records_written"] += sum(1 for r in result.records if r.outcome != "reinforced")
+            rows["records_rejected"] += len(result.rejected)
+            if ctx.progress is not None:
+                ctx.progress("sessions_extracted", n, len(due))
+    finally:
+        await extractor.close()
+    return rows
+
+
 JOBS: dict[JobName, Callable[[JobContext], Awaitable[dict[str, int]]]] = {
     "reindex": job_reindex,
     "expire": job_expire,
     "promote": job_promote,
     "decay": job_decay,
     "purge": job_purge,
+    "extract": job_extract,
 }
 
 

@@ -33,6 +33,7 @@ class MessagesAppend(StrictModel):
 
 
 class StoredMessage(ReadModel):
+    id: uuid.UUID = Field(description="The message's id: what learned items name in their evidence")
     session_id: str
     seq: int = Field(description="The message's place in its session: 1, 2, 3…")
     message: dict[str, Any] = Field(description="The message as it was sent (OpenAI chat format)")

@@ -249,6 +249,20 @@ class LevelText(ReadModel):
     tokens: int = Field(description="Its tokens")
 
 
+class Evidence(ReadModel):
+    """The words a learned item or observation rests on (docs/design.md §3.9)."""
+
+    message_id: uuid.UUID | None = Field(
+        description="The stored conversation message (null: a message sent to POST …/extract, not stored)"
+    )
+    session_id: str | None = Field(description="The conversation it was said in")
+    message_index: int | None = Field(
+        None, description="For messages sent to POST …/extract: the message's place in the request's list"
+    )
+    span: list[int] = Field(description="[start, end): where the quote is in the message's text (NFC)")
+    quote: str = Field(description="The user's words, verbatim")
+
+
 class ItemRead(ReadModel):
     id: uuid.UUID
     user_id: str
@@ -282,6 +296,10 @@ class ItemRead(ReadModel):
     related_ids: list[uuid.UUID]
     support_count: int
     corrects: uuid.UUID | None
+    extracted_by: str | None = Field(
+        None, description="Learned from a conversation: the extractor and its version (null: written by a client)"
+    )
+    evidence: Evidence | None = Field(None, description="Learned items: the message and the words it rests on")
     resolution: Resolution | None = Field(None, description="Only on write responses")
     overrides: list[uuid.UUID] | None = Field(None, description="Only in view=effective listings")
     at_level: LevelText | None = Field(

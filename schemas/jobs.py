@@ -11,7 +11,7 @@ from pydantic import ConfigDict, Field
 from schemas.common import DateTime, ReadModel, StrictModel
 
 # The one list of job names (docs/design.md §3.5); the runner, the CLI, the routes and settings derive theirs.
-JobName = Literal["expire", "promote", "decay", "purge", "reindex"]
+JobName = Literal["expire", "promote", "decay", "purge", "reindex", "extract"]
 JOB_NAMES: tuple[JobName, ...] = get_args(JobName)
 
 

@@ -20,6 +20,7 @@ from schemas.common import (
     check_nonblank,
     to_nfc,
 )
+from schemas.items import Evidence
 from schemas.users import EventRead
 
 Dimension = Literal["goal", "ability", "preference", "decision_style", "relationship"]
@@ -160,6 +161,8 @@ class ObservationRead(ReadModel):
     note: str | None
     weight: float
     created_at: datetime
+    extracted_by: str | None = Field(None, description="Learned from a conversation: the extractor and version")
+    evidence: Evidence | None = Field(None, description="Learned observations: the message and the words")
 
 
 class ProfileEntryBatch(ReadModel):

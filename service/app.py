@@ -28,6 +28,9 @@ from service.db.positions import PositionHeaders, commit_positions
 from service.db.replicas import ReplicaMetrics, build_replicas
 from service.docs import install_docs
 from service.errors import install_error_handlers
+from service.extraction.endpoints import router as extraction_router
+from service.extraction.extractors import build_extractor
+from service.extraction.metrics import ExtractionMetrics
 from service.health.endpoints import router as health_router
 from service.http_metrics import HttpMetrics, HttpSeries
 from service.items.endpoints import router as items_router
@@ -123,6 +126,8 @@ def create_app(
                     await app.state.vectors.index.close()
                     await app.state.vectors.embedder.close()
                 await db.dispose()
+            if app.state.extractor is not None:
+                await app.state.extractor.close()
             if tracing is not None:
                 await asyncio.to_thread(tracing.shutdown)  # the last batch of spans, then the exporter stops
 
@@ -158,6 +163,7 @@ def create_app(
     app.include_router(windows_router)
     app.include_router(search_router)
     app.include_router(conversations_router)
+    app.include_router(extraction_router)
     app.include_router(jobs_router)
     app.include_router(console_router)
     app.mount(CONSOLE_STATIC_URL, console_static, name="console-static")
@@ -165,6 +171,9 @@ def create_app(
     outbox_gauges = OutboxGauges(registry)
     app.state.outbox_gauges = outbox_gauges
     app.state.window_metrics = WindowMetrics(registry)
+    # The extractor that learns from stored conversations (None: extraction off; docs/extraction.md).
+    app.state.extraction_metrics = ExtractionMetrics(registry)
+    app.state.extractor = build_extractor(settings, metrics=app.state.extraction_metrics)
     replica_metrics = ReplicaMetrics(registry)
     job_gauges = JobGauges(registry)
     http_series = HttpSeries(registry)

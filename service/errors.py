@@ -132,6 +132,18 @@ class Unavailable(ServiceError):
     status, slug, title = 503, "unavailable", "The service cannot reach its database right now"
 
 
+class ExtractionOff(Conflict):
+    slug, title = "extraction-off", "Extraction is turned off on this service"
+
+
+class ExtractorUnavailableError(ServiceError):
+    status, slug, title = 503, "extractor-unavailable", "The extractor cannot answer now; the messages wait"
+
+
+class ExtractionCapReached(ServiceError):
+    status, slug, title = 429, "extraction-cap-reached", "The tenant's daily token cap for extraction is spent"
+
+
 # Every router declares these responses, so the OpenAPI document shows the problem+json body of each.
 ERRORS: dict[int | str, dict[str, object]] = {
     code: {"model": Problem, "content": {PROBLEM_JSON: {}}} for code in (401, 403, 404, 409, 413, 422)
@@ -184,8 +196,10 @@ def _validation_errors(exc: RequestValidationError, request: Request) -> list[di
 def install_error_handlers(app: FastAPI) -> None:
     async def on_service_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, ServiceError)
-        headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else None
-        return problem_response(exc.status, exc.body(request.url.path), headers)
+        headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else {}
+        if "retry_after" in exc.extra:
+            headers["Retry-After"] = str(max(1, int(exc.extra["retry_after"])))
+        return problem_response(exc.status, exc.body(request.url.path), headers or None)
 
     async def on_replay(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, ReplayedResponse)

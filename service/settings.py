@@ -268,6 +268,7 @@ class JobsSettings(_Group):
             "promote": "interval:3600",
             "decay": "cron:15 3 * * *",
             "purge": "cron:45 3 * * *",
+            "extract": "interval:60",
         }
     )
     # Rows per transaction: a crashed run leaves whole batches behind, and a rerun picks up the rest.
@@ -428,6 +429,36 @@ class WindowSettings(_Group):
     archive_session_turns: bool = True
 
 
+class ExtractionSettings(_Group):
+    """Learning from stored conversations (docs/design.md §3.9, docs/extraction.md)."""
+
+    # "rules" (offline, deterministic, English and Chinese), "llm" (an OpenAI-compatible /chat/completions
+    # endpoint at url) or "off" (messages are stored and wait; nothing is learned until it is turned on).
+    extractor: Literal["rules", "llm", "off"] = "rules"
+    url: str | None = None
+    model: str | None = None
+    api_key: str | None = None
+    # A session's waiting messages are extracted by the extract job once this many wait, once the newest
+    # has waited idle_seconds, when the session ends, or on demand (POST …/sessions/{s}/extract).
+    batch_messages: int = Field(20, ge=1, le=1_000)
+    idle_seconds: int = Field(300, ge=0)
+    # The llm extractor: messages per call, seconds per call, retries after a failed call (with backoff),
+    # and the tokens (prompt + completion) one tenant may spend a UTC day; 0 = no cap.
+    llm_messages_per_call: int = Field(20, ge=1, le=200)
+    timeout_seconds: float = Field(30.0, gt=0, le=600)
+    max_retries: int = Field(3, ge=0, le=10)
+    daily_token_cap: int = Field(2_000_000, ge=0)
+
+    @model_validator(mode="after")
+    def _llm_needs_endpoint(self) -> Self:
+        if self.extractor == "llm" and not (self.url and self.model):
+            raise ValueError(
+                "extractor 'llm' needs CTXMEM_EXTRACTOR_URL (an OpenAI-compatible base URL, e.g. "
+                "http://localhost:11434/v1) and CTXMEM_EXTRACTOR_MODEL"
+            )
+        return self
+
+
 class ConsoleSettings(_Group):
     """The operator console (docs/console.md)."""
 
@@ -533,6 +564,16 @@ FLAT_NAMES: dict[str, str] = {
     "window_value": "window.value",
     "window_session_history_limit": "window.session_history_limit",
     "window_archive_session_turns": "window.archive_session_turns",
+    "extractor": "extraction.extractor",
+    "extractor_url": "extraction.url",
+    "extractor_model": "extraction.model",
+    "extractor_api_key": "extraction.api_key",
+    "extract_batch_messages": "extraction.batch_messages",
+    "extract_idle_seconds": "extraction.idle_seconds",
+    "extractor_messages_per_call": "extraction.llm_messages_per_call",
+    "extractor_timeout_seconds": "extraction.timeout_seconds",
+    "extractor_max_retries": "extraction.max_retries",
+    "extractor_daily_token_cap": "extraction.daily_token_cap",
     "console_idle_minutes": "console.idle_minutes",
     "otel_endpoint": "tracing.endpoint",
     "otel_service_name": "tracing.service_name",
@@ -565,6 +606,7 @@ class Settings(BaseSettings):
     outbox: OutboxSettings = Field(default_factory=OutboxSettings)
     recall: RecallSettings = Field(default_factory=RecallSettings)
     window: WindowSettings = Field(default_factory=WindowSettings)
+    extraction: ExtractionSettings = Field(default_factory=ExtractionSettings)
     console: ConsoleSettings = Field(default_factory=ConsoleSettings)
     tracing: TracingSettings = Field(default_factory=TracingSettings)
 

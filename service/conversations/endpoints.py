@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Response
+from fastapi import APIRouter, Request, Response
 
 from schemas.conversations import MessagePage, MessagePopped, MessagesAppend, MessagesAppended, SessionEnded
 from service.conversations import service
@@ -58,7 +58,8 @@ async def pop_message(
     summary="End a conversation: archive what no window archived, then remove its messages",
 )
 async def end_session(
-    user_id: UserIdPath, session_id: SessionIdPath, ctx: ContextDep, idem: IdempotencyDep
+    user_id: UserIdPath, session_id: SessionIdPath, request: Request, ctx: ContextDep, idem: IdempotencyDep
 ) -> Response:
-    ended = await service.end_session(ctx, user_id=user_id, session_id=session_id)
+    extractor = request.app.state.extractor  # the end of a session flushes its extraction buffer
+    ended = await service.end_session(ctx, user_id=user_id, session_id=session_id, extractor=extractor)
     return await idem.respond(ended, 200)

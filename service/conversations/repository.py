@@ -99,9 +99,19 @@ async def set_archive(session: AsyncSession, *, tenant_id: str, ids: Sequence[uu
     )
 
 
-async def delete_session(session: AsyncSession, *, tenant_id: str, user_id: str, session_id: str) -> int:
-    stmt = delete(M).where(C.tenant_id == tenant_id, C.user_id == user_id, C.session_id == session_id)
-    return int((await session.execute(stmt)).rowcount or 0)  # type: ignore[attr-defined]
+async def delete_session(
+    session: AsyncSession, *, tenant_id: str, user_id: str, session_id: str, keep_waiting: bool, now: datetime
+) -> int:
+    """Remove the session's messages; with ``keep_waiting``, those still waiting for extraction are marked
+    ended instead and removed once extracted (service/extraction/). Returns the messages removed or marked."""
+    of_session = (C.tenant_id == tenant_id, C.user_id == user_id, C.session_id == session_id)
+    if not keep_waiting:
+        return int((await session.execute(delete(M).where(*of_session))).rowcount or 0)  # type: ignore[attr-defined]
+    removed = await session.execute(delete(M).where(*of_session, C.extracted_by.is_not(None)))
+    kept = await session.execute(
+        update(M).where(*of_session, C.extracted_by.is_(None), C.ended_at.is_(None)).values(ended_at=now)
+    )
+    return int(removed.rowcount or 0) + int(kept.rowcount or 0)  # type: ignore[attr-defined]
 
 
 async def pop_last(

@@ -20,6 +20,8 @@ from service.conversations import repository
 from service.db.models import ConversationMessage
 from service.errors import HistoryInvalid
 from service.events import event, record_events
+from service.extraction.base import Extractor
+from service.extraction.service import extract_session
 from service.ids import uuid7
 from service.items.service import create_items
 from service.pagination import decode_cursor, encode_cursor, page_size
@@ -134,16 +136,29 @@ async def pop_message(ctx: RequestContext, *, user_id: str, session_id: str) -> 
     return MessagePopped(session_id=session_id, removed=_stored(row))
 
 
-async def end_session(ctx: RequestContext, *, user_id: str, session_id: str) -> SessionEnded:
+async def end_session(
+    ctx: RequestContext, *, user_id: str, session_id: str, extractor: Extractor | None = None
+) -> SessionEnded:
     """Remove the session's stored messages; the turns no window archived yet are kept first, as one
-    episode item, so ending a conversation never loses what was said."""
+    episode item, so ending a conversation never loses what was said. The end of a session flushes its
+    extraction buffer: the rules extract what waits at once; with a language model, the messages still
+    waiting are kept (out of every window) until the extract job has learned from them."""
     ctx.principal.require(Permission.ITEMS_WRITE)
     tenant_id = ctx.principal.tenant_id
     await users.ensure_user(ctx, user_id=user_id)
     await repository.lock_session(ctx.session, tenant_id=tenant_id, user_id=user_id, session_id=session_id)
+    if extractor is not None and extractor.name == "rules":
+        await extract_session(ctx, user_id=user_id, session_id=session_id, extractor=extractor)
     live = await _live(ctx, user_id=user_id, session_id=session_id)
     archived = await archive(ctx, user_id=user_id, session_id=session_id, ids=[r.id for r in live])
-    removed = await repository.delete_session(ctx.session, tenant_id=tenant_id, user_id=user_id, session_id=session_id)
+    removed = await repository.delete_session(
+        ctx.session,
+        tenant_id=tenant_id,
+        user_id=user_id,
+        session_id=session_id,
+        keep_waiting=extractor is not None,
+        now=ctx.now,
+    )
     if removed:
         after = {"messages": removed, "archived_item_id": str(archived) if archived else None}
         await _record(ctx, user_id=user_id, session_id=session_id, action="session.ended", after=after)

@@ -7,7 +7,7 @@ Column changes go through an Alembic migration in ``service/db/migrations/versio
 from __future__ import annotations
 
 import uuid
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any, get_args
 
 import sqlalchemy as sa
@@ -163,6 +163,14 @@ class ContextItem(SQLModel, table=True):
             postgresql_where=sa.text(f"expires_at IS NOT NULL AND {active_sql()}"),
         ),
         sa.Index("ix_context_item_deleted", "deleted_at", postgresql_where=sa.text("status = 'deleted'")),
+        # A user's learned items by extractor version (docs/design.md §3.9).
+        sa.Index(
+            "ix_context_item_extracted",
+            "tenant_id",
+            "user_id",
+            "extracted_by",
+            postgresql_where=sa.text("extracted_by IS NOT NULL"),
+        ),
         # Conflict slots: (tenant, user, key, scope instance); history of a slot in id order.
         sa.Index(
             "ix_context_item_slot",
@@ -230,6 +238,10 @@ class ContextItem(SQLModel, table=True):
     # outbox worker when it indexes the item.
     embedding: list[float] | None = _col(pg.ARRAY(sa.REAL), nullable=True)
     related_ids: list[uuid.UUID] = _col(pg.ARRAY(UUID), default_factory=list, server_default=sa.text("'{}'::uuid[]"))
+    # Learned from a conversation (§3.9): the extractor and its version, and the words it rests on
+    # ({"message_id", "session_id", "span": [start, end], "quote"}).
+    extracted_by: str | None = _col(sa.Text, nullable=True)
+    evidence: Any = _col(JSON, nullable=True)
 
 
 class Event(SQLModel, table=True):
@@ -372,6 +384,8 @@ class Observation(SQLModel, table=True):
     note: str | None = _col(sa.Text, nullable=True)
     weight: float = _col(sa.Float)
     created_at: datetime = _ts()
+    extracted_by: str | None = _col(sa.Text, nullable=True)
+    evidence: Any = _col(JSON, nullable=True)
 
 
 class ConversationMessage(SQLModel, table=True):
@@ -389,6 +403,15 @@ class ConversationMessage(SQLModel, table=True):
         ),
         sa.UniqueConstraint("tenant_id", "user_id", "session_id", "seq"),
         sa.CheckConstraint("seq >= 1", name="seq"),
+        # The messages waiting for extraction (service/extraction/), per session in order.
+        sa.Index(
+            "ix_conversation_message_waiting",
+            "tenant_id",
+            "user_id",
+            "session_id",
+            "seq",
+            postgresql_where=sa.text("extracted_by IS NULL"),
+        ),
     )
 
     id: uuid.UUID = _col(UUID, primary_key=True)
@@ -400,6 +423,23 @@ class ConversationMessage(SQLModel, table=True):
     created_at: datetime = _ts()
     archived_at: datetime | None = _ts(nullable=True)
     archived_item_id: uuid.UUID | None = _col(UUID, nullable=True)
+    # The extractor version that extracted it (NULL: waiting), and when; a session ended while some of its
+    # messages still waited keeps those (ended_at) until they are extracted.
+    extracted_by: str | None = _col(sa.Text, nullable=True)
+    extracted_at: datetime | None = _ts(nullable=True)
+    ended_at: datetime | None = _ts(nullable=True)
+
+
+class ExtractionUsage(SQLModel, table=True):
+    """Tokens one tenant spent on the language-model extractor in one UTC day (its daily cap)."""
+
+    __tablename__ = "extraction_usage"
+
+    tenant_id: str = _col(sa.Text, sa.ForeignKey("tenant.id", ondelete="CASCADE"), primary_key=True)
+    day: date = _col(sa.Date, primary_key=True)
+    calls: int = _col(sa.Integer, default=0, server_default="0")
+    prompt_tokens: int = _col(sa.BigInteger, default=0, server_default="0")
+    completion_tokens: int = _col(sa.BigInteger, default=0, server_default="0")
 
 
 JOB_STATUSES = ("running", "succeeded", "failed", "interrupted")

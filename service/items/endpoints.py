@@ -101,6 +101,15 @@ async def list_items(
     include_deleted: Annotated[
         bool, Query(description="Also list tombstoned items (until they are purged)", examples=[True])
     ] = False,
+    extracted_by: Annotated[
+        str | None,
+        Query(
+            description="Only items learned from conversations: 'any' (all of them), an extractor ('rules', "
+            "'llm') or one version of it ('rules/1'); 'none' lists only items written by clients",
+            pattern=r"^[A-Za-z0-9._:/@-]{1,200}$",
+            examples=["rules"],
+        ),
+    ] = None,
     order: OrderQuery = "desc",
     limit: LimitQuery = None,
     cursor: CursorQuery = None,
@@ -119,6 +128,7 @@ async def list_items(
         include_superseded=include_superseded,
         include_expired=include_expired,
         include_deleted=include_deleted,
+        extracted_by=extracted_by,
         order=order,
         limit=limit,
         cursor=cursor,

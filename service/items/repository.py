@@ -105,6 +105,20 @@ async def list_items(
     return list((await session.execute(stmt)).scalars())
 
 
+def extracted_filter(wanted: str | None) -> list[ColumnElement[bool]]:
+    """The ``extracted_by`` listing filter: ``any`` learned item, ``none`` (written by clients), an
+    extractor's name (every version of it) or one version (``rules/1``)."""
+    if wanted is None:
+        return []
+    if wanted == "any":
+        return [C.extracted_by.is_not(None)]
+    if wanted == "none":
+        return [C.extracted_by.is_(None)]
+    if "/" in wanted:
+        return [C.extracted_by == wanted]
+    return [C.extracted_by.startswith(wanted + "/", autoescape=True)]
+
+
 async def lock_slots(session: AsyncSession, *, slot_names: Sequence[str]) -> None:
     """Transaction-scoped advisory locks, one per slot, taken in sorted order so that two writers
     locking overlapping slots cannot deadlock. A hash collision only serialises two unrelated slots."""

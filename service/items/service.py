@@ -78,6 +78,15 @@ class Written:
         return pydantic_core.to_json({"items": items}, inf_nan_mode="null")
 
 
+@dataclass(frozen=True)
+class Provenance:
+    """Where a learned item comes from: the extractor and version, and the words it rests on (the JSON of
+    ``schemas.items.Evidence``)."""
+
+    extracted_by: str
+    evidence: dict[str, Any]
+
+
 _READ_FIELDS: Final = tuple(ItemRead.model_fields)
 _RESOLUTION_FIELDS: Final = tuple(Resolution.model_fields)
 _VARIANT_FIELDS: Final = tuple(ItemVariants.model_fields)
@@ -105,13 +114,24 @@ async def create_items(
     return (await write_items(ctx, user_id=user_id, items=items, batch=batch)).read()
 
 
-async def write_items(ctx: RequestContext, *, user_id: str, items: Sequence[ItemCreate], batch: bool) -> Written:
-    """``create_items`` without building the response models (the HTTP routes serialise ``Written``)."""
+async def write_items(
+    ctx: RequestContext,
+    *,
+    user_id: str,
+    items: Sequence[ItemCreate],
+    batch: bool,
+    provenance: Sequence[Provenance] | None = None,
+) -> Written:
+    """``create_items`` without building the response models (the HTTP routes serialise ``Written``).
+    ``provenance``, one per item, marks items learned from a conversation (service/extraction/)."""
     ctx.principal.require(Permission.ITEMS_WRITE)
     _check_items(ctx, items=items, batch=batch)
     await _check_related(ctx, user_id=user_id, items=items, batch=batch)
     costs = ctx.tokenizer.count_many([item.content for item in items])
     rows = [_new_row(ctx, user_id=user_id, item=item, cost=cost) for item, cost in zip(items, costs, strict=True)]
+    if provenance is not None:
+        for row, learned in zip(rows, provenance, strict=True):
+            row["extracted_by"], row["evidence"] = learned.extracted_by, learned.evidence
     attach_levels(ctx.tokenizer, user_id=user_id, rows=rows)
     await users.ensure_user(ctx, user_id=user_id)
     plan = await resolve_rows(
@@ -221,6 +241,8 @@ def _new_row(ctx: RequestContext, *, user_id: str, item: ItemCreate, cost: int) 
         "support_count": 1,
         "corrects": item.corrects,
         "embedding": item.embedding,
+        "extracted_by": None,
+        "evidence": None,
     }
 
 
@@ -317,6 +339,7 @@ class ItemQuery:
     order: str
     limit: int | None
     cursor: str | None
+    extracted_by: str | None = None
 
 
 async def list_items(ctx: RequestContext, *, user_id: str, query: ItemQuery) -> ItemPage:
@@ -347,7 +370,7 @@ async def list_items(ctx: RequestContext, *, user_id: str, query: ItemQuery) -> 
             "stage_id": query.stage_id,
             "step_id": query.step_id,
         },
-        visibility=visibility,
+        visibility=[*visibility, *repository.extracted_filter(query.extracted_by)],
         after_id=after,
         descending=query.order == "desc",
         limit=limit + 1,
@@ -365,6 +388,8 @@ async def _list_effective(
     global scopes and of the given instances; per key the narrowest scope wins and names what it overrides."""
     if query.statuses or query.include_superseded or query.include_deleted or query.include_expired:
         raise ValidationFailed("view=effective shows active items only; drop status and include_* filters")
+    if query.extracted_by is not None:
+        raise ValidationFailed("view=effective does not filter by extracted_by; list with view=all (the default)")
     refs = {
         "session": query.session_id,
         "task": query.task_id,

@@ -40,6 +40,7 @@ from service.db.rows import from_row
 from service.errors import BatchItemInvalid, EntryNotFound, ValidationFailed
 from service.events import event, record_events
 from service.ids import uuid7
+from service.items.service import Provenance
 from service.limits import check_batch
 from service.profiles import repository
 from service.settings import Settings
@@ -65,6 +66,7 @@ async def add_observations(
     observations: Sequence[ObservationCreate],
     batch: bool,
     permission: Permission = Permission.PROFILE_WRITE,
+    provenance: Sequence[Provenance] | None = None,
 ) -> list[ProfileEntryRead]:
     """Record observations as evidence on the entries of their beliefs, in the request's transaction: each
     finds or creates its entry, which is rescored (4C) and stepped to its new tier and status — or, given
@@ -76,6 +78,9 @@ async def add_observations(
     entries, created = await _locked_entries(w, observations)
     by_id = {e["id"]: e for e in entries.values()}
     rows = [_observation_row(w, obs, entries[identity(obs)]["id"]) for obs in observations]
+    if provenance is not None:
+        for row, learned in zip(rows, provenance, strict=True):
+            row["extracted_by"], row["evidence"] = learned.extracted_by, learned.evidence
     await repository.insert_observations(ctx.session, rows=rows)
     prior, evidence_ids = await _evidence(w, entry_ids=list(by_id), new_ids={r["id"] for r in rows})
     late = out_of_order(prior, [(r["entry_id"], r["observed_at"]) for r in rows])
@@ -186,6 +191,8 @@ def _observation_row(w: _Write, obs: ObservationCreate, entry_id: uuid.UUID) -> 
         "note": obs.note,
         "weight": obs.weight,
         "created_at": now,
+        "extracted_by": None,
+        "evidence": None,
     }
 
 

@@ -1,0 +1,1 @@
+"""Learning from the conversation (docs/design.md §3.9, docs/extraction.md)."""
