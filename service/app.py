@@ -11,6 +11,8 @@ from collections.abc import AsyncIterator
 from fastapi import FastAPI, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
+from jobs.background import extract_in_background
+from jobs.scheduler import STOP_GRACE_SECONDS
 from jobs.endpoints import router as jobs_router
 from jobs.metrics import JobGauges
 from service.auth.cache import KeyCache, listen_for_revocations
@@ -105,6 +107,12 @@ def create_app(
                     leader=SessionLock(db.url, OUTBOX_LEADER_LOCK),
                 )
             )
+        extracting = None
+        if database is None:
+            # Stored conversations are learned from without a scheduler beside the server (jobs/background.py).
+            extracting = asyncio.create_task(
+                extract_in_background(stop, db=db, settings=settings, clock=app.state.clock)
+            )
         # What exists by now (modules, the app, the engine) lives as long as the process. Frozen, it is left
         # out of the cyclic collector's full passes, which otherwise walk all of it and pause every
         # request in flight for tens of milliseconds (bench/window.py: p99 of the uncached window).
@@ -117,6 +125,11 @@ def create_app(
             stop.set()
             if worker_task is not None:
                 await worker_task
+            if extracting is not None:
+                # A run in progress gets the scheduler's grace to finish; cancelled, it rolls back its session
+                # and the messages wait for the next run.
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(extracting, timeout=STOP_GRACE_SECONDS)
             if listener is not None:
                 await listener
             if replicas is not None:

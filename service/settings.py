@@ -442,6 +442,9 @@ class ExtractionSettings(_Group):
     # has waited idle_seconds, when the session ends, or on demand (POST …/sessions/{s}/extract).
     batch_messages: int = Field(20, ge=1, le=1_000)
     idle_seconds: int = Field(300, ge=0)
+    # An API process looks for due sessions this often and runs the extract job itself (so the embedded
+    # default learns without a scheduler beside it); 0 leaves extraction to `ctxmem scheduler`.
+    server_seconds: float = Field(30.0, ge=0, le=86_400)
     # The llm extractor: messages per call, seconds per call, retries after a failed call (with backoff),
     # and the tokens (prompt + completion) one tenant may spend a UTC day; 0 = no cap.
     llm_messages_per_call: int = Field(20, ge=1, le=200)
@@ -570,6 +573,7 @@ FLAT_NAMES: dict[str, str] = {
     "extractor_api_key": "extraction.api_key",
     "extract_batch_messages": "extraction.batch_messages",
     "extract_idle_seconds": "extraction.idle_seconds",
+    "extract_server_seconds": "extraction.server_seconds",
     "extractor_messages_per_call": "extraction.llm_messages_per_call",
     "extractor_timeout_seconds": "extraction.timeout_seconds",
     "extractor_max_retries": "extraction.max_retries",

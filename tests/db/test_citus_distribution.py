@@ -16,6 +16,7 @@ import secrets
 from collections import defaultdict
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -38,6 +39,7 @@ from tests.proof.pgserver import PgServer
 from tests.proof.querylog import log_statements, logged, logging_server
 from tests.proof.test_route_matrix import MATRIX, seed_user, url_of
 from tests.service.console.conftest import csrf_of, signed_in
+from tests.service.extraction.llm_standin import LlmStandIn, serve
 
 ROOT = Path(__file__).resolve().parents[2]
 PLAN = ROOT / "docs" / "citus.md"
@@ -99,6 +101,9 @@ SWEEP_ALLOWED: dict[str, str] = {
     "SELECT i.tenant_id, count(*) FROM context_item i WHERE i.status = 'deleted'": f"{_SWEEP}: the purge job's "
     "tombstones per tenant",
     "SELECT r.tenant_id, count(*) FROM idempotency_record r": f"{_SWEEP}: the purge job's stored responses per tenant",
+    "SELECT tenant_id, user_id, session_id, count(*) AS waiting FROM conversation_message": f"{_SWEEP}: the "
+    "extract job's sessions due, grouped by tenant (pushed down to each shard); each is then extracted with "
+    "tenant-scoped statements",
     # The reindex job is the outbox worker's drain: the entries of ALLOWED above.
 }
 
@@ -274,6 +279,23 @@ async def _workload(client: httpx.AsyncClient, tenant: TenantKeys) -> None:
         assert r.status_code == row.ok, (method, path, r.status_code, r.text[:300])
 
 
+async def _llm_extraction(settings: Settings, db: Any, recall: Any, tenant: TenantKeys) -> None:
+    """Extraction with the ``llm`` extractor (against the chat-completions stand-in): what a language model
+    spent is counted per tenant and day (``extraction_usage``), which the rules never touch."""
+    with serve(LlmStandIn()) as url:
+        app = create_app(
+            settings.replace(extractor="llm", extractor_url=url, extractor_model="m"), database=db, vectors=recall
+        )
+        try:
+            async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://ctxmem.test") as c:
+                body = {"messages": [{"role": "user", "content": "I like green tea."}], "session_id": "s4"}
+                r = await c.post("/v1/users/llm-user/extract", json=body, headers=tenant.admin)
+                assert r.status_code == 200, r.text
+                assert r.json()["records"], r.text
+        finally:
+            await app.state.extractor.close()
+
+
 async def _console(client: httpx.AsyncClient, tenant: TenantKeys, user: str, entry_id: str) -> None:
     csrf = await signed_in(client, tenant.admin)
     for page in (
@@ -322,6 +344,7 @@ async def test_every_statement_carries_the_distribution_key(server: PgServer, tm
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://ctxmem.test") as client:
             tenant = await make_tenant(db)
             await _workload(client, tenant)
+            await _llm_extraction(settings, db, recall, tenant)
             # Changes of two tenants due together: the worker's statements for a batch of several tenants.
             other = await make_tenant(db)
             for keys in (other, tenant):

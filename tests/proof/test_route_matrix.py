@@ -98,6 +98,11 @@ MATRIX: dict[tuple[str, str], Row] = {
     ("GET", "/v1/users/{user_id}/sessions/{session_id}/messages"): _row(ALL, 200, 200),
     ("DELETE", "/v1/users/{user_id}/sessions/{session_id}"): _row("agent admin", 200, 200),
     ("DELETE", "/v1/users/{user_id}/sessions/{session_id}/messages/last"): _row("agent admin", 200, 200),
+    # Extraction writes what it learns: an agent's or an admin's; another tenant's session is its own.
+    ("POST", "/v1/users/{user_id}/extract"): _row(
+        "agent admin", 200, 200, lambda s: {"messages": [{"role": "user", "content": "I live in Oslo."}]}
+    ),
+    ("POST", "/v1/users/{user_id}/sessions/{session_id}/extract"): _row("agent admin", 200, 200, lambda s: {}),
     ("GET", "/v1/users/{user_id}/export"): _row("operator admin", 200, 200),
     ("DELETE", "/v1/users/{user_id}"): _row("admin", 200, 404),
     # Jobs are the caller's tenant's: another tenant's admin runs its own (there is no user in the path).

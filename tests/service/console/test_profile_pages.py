@@ -367,3 +367,20 @@ async def test_pages_log_no_item_content_or_profile_value(
     logged = "\n".join(f"{r.getMessage()} {r.args!r}" for r in caplog.records)
     assert caplog.records  # the capture saw the requests' own logging
     assert marker not in logged  # ...never in the log
+
+
+async def test_learned_items_and_observations_show_the_extractor_and_the_users_words(
+    client: httpx.AsyncClient, tenant: TenantKeys
+) -> None:
+    user = _user()
+    said = "I love Thai food. We have a small ops team, so don't recommend Redis Cluster."
+    body = {"messages": [{"role": "user", "content": said}], "session_id": "s-9"}
+    learned = await _post(client, f"/v1/users/{user}/extract", body, tenant.agent, status=200)
+    entry_id = learned["profile"][0]["id"]
+    await signed_in(client, tenant.operator)
+    page = (await client.get(f"/console/users/{user}")).text
+    rows = {_cells(r)["Content"] for r in _rows(page, "item-row")}
+    assert any("Redis Cluster" in r and "hard" in r and "learned by rules/1 in session s-9" in r for r in rows), rows
+    entry = (await client.get(f"/console/users/{user}/entries/{entry_id}")).text
+    (row,) = _rows(entry, "observation-row")
+    assert "learned by rules/1 from “ I love Thai food ”" in _cells(row)["Note"]  # the quote in a span of its own

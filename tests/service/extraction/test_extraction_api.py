@@ -79,6 +79,10 @@ async def test_a_constraint_said_in_the_first_turn_is_in_every_later_window_what
     assert REDIS[start:end] == item["content"]
     messages = (await client.get("/v1/users/u1/sessions/s1/messages", headers=h)).json()["items"]
     assert evidence["message_id"] == messages[0]["id"]
+    r = await client.post("/v1/users/u1/search", json={"query": "Redis Cluster ops team"}, headers=h)
+    assert r.status_code == 200, r.text
+    hit = next(x["item"] for x in r.json()["items"] if x["item"]["id"] == item["id"])
+    assert hit["extracted_by"] == "rules/1" and hit["evidence"] == evidence
     for question in ("Any other options?", "What should we do about caching?", "Thanks, what's next?"):
         for session in ("s1", "s2"):
             w = await window(client, h, "u1", input=question, max_tokens=300, session_id=session)
