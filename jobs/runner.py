@@ -26,7 +26,6 @@ from service import tracing
 from service.clock import Clock
 from service.context import RequestContext
 from service.db.engine import Database, session_scope
-from service.errors import ExtractionCapReached, ExtractorUnavailableError
 from service.extraction import repository as extraction_repository
 from service.extraction.extractors import build_extractor
 from service.extraction.service import extract_session, job_principal
@@ -267,18 +266,18 @@ async def job_extract(ctx: JobContext) -> dict[str, int]:
             if d.tenant_id in stalled:
                 rows["sessions_waiting"] += 1
                 continue
-            try:
-                async with session_scope(ctx.db) as session:
-                    rctx = RequestContext(session, job_principal(d.tenant_id), s, tokenizer, ctx.now)
-                    result = await extract_session(
-                        rctx, user_id=d.user_id, session_id=d.session_id, extractor=extractor, wait=False
-                    )
-            except (ExtractorUnavailableError, ExtractionCapReached) as exc:
-                log.warning("extract: tenant %s waits: %s", d.tenant_id, exc.detail)
+            async with session_scope(ctx.db) as session:
+                rctx = RequestContext(session, job_principal(d.tenant_id), s, tokenizer, ctx.now)
+                result = await extract_session(
+                    rctx, user_id=d.user_id, session_id=d.session_id, extractor=extractor, wait=False
+                )
+            if result is None:  # another process is extracting it
+                continue
+            if result.unavailable is not None:
+                log.warning("extract: tenant %s waits: %s", d.tenant_id, result.unavailable)
                 stalled.add(d.tenant_id)
                 rows["sessions_waiting"] += 1
-                continue
-            if result is None:
+            if not result.messages:
                 continue
             rows["sessions_extracted"] += 1
             rows["messages_extracted"] += result.messages

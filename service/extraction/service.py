@@ -135,7 +135,7 @@ async def extract_session(
         ctx.session, tenant_id=tenant_id, user_id=user_id, session_id=session_id, wait=wait
     ):
         return None
-    outcome, done = _Outcome(), 0
+    outcome, done, unavailable = _Outcome(), 0, None
     other_than = ready.version if reextract else None
     while True:
         rows = await repository.waiting(
@@ -147,8 +147,13 @@ async def extract_session(
             _Msg(i, str(r.message.get("role", "")), message_text(r.message), r.id, session_id, r.created_at)
             for i, r in enumerate(rows)
         ]
-        await _retire_older(ctx, user_id=user_id, ids=[r.id for r in rows], version=ready.version)
-        outcome.merge(await _learn(ctx, user_id=user_id, batch=batch, extractor=ready, dry_run=False, metrics=metrics))
+        try:
+            learned = await _learn(ctx, user_id=user_id, batch=batch, extractor=ready, dry_run=False, metrics=metrics)
+        except (ExtractorUnavailableError, ExtractionCapReached) as exc:
+            # Stored messages simply wait: the answer says why, and what failed calls spent is kept (it counts).
+            unavailable = exc.detail
+            break
+        outcome.merge(learned)
         await repository.mark_extracted(
             ctx.session, tenant_id=tenant_id, ids=[r.id for r in rows], version=ready.version, now=ctx.now
         )
@@ -161,7 +166,8 @@ async def extract_session(
             ctx, user_id=user_id, session_id=session_id, version=ready.version, messages=done, outcome=outcome
         )
     left = await repository.count_waiting(ctx.session, tenant_id=tenant_id, user_id=user_id, session_id=session_id)
-    return _result(ready, outcome, dry_run=False, messages=done, waiting=left)
+    result = _result(ready, outcome, dry_run=False, messages=done, waiting=left)
+    return result.model_copy(update={"unavailable": unavailable}) if unavailable else result
 
 
 def _ready(extractor: Extractor | None) -> Extractor:
@@ -237,6 +243,9 @@ async def _learn(
     """One batch: propose, check, write (unless ``dry_run``)."""
     messages = [Message(m.index, m.role, m.text) for m in batch]
     proposals = await _propose(ctx, extractor, messages, metrics)
+    stored = [m.id for m in batch if m.id is not None]
+    if stored and not dry_run:  # only once the new version has answered: an outage retires nothing
+        await _retire_older(ctx, user_id=user_id, ids=stored, version=extractor.version)
     out = _Outcome()
     out.rejected += [_rejection(None, "malformed", reason, batch) for reason in proposals.unreadable]
     accepted: list[tuple[Grounded, ItemCreate, dict[str, Any]]] = []

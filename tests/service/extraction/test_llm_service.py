@@ -109,6 +109,11 @@ async def test_an_outage_leaves_the_messages_waiting_and_a_later_run_extracts_th
     await append(llm_client, h, "o", "s1", CONVERSATION)
     standin.mode = "500"
     r = await llm_client.post("/v1/users/o/sessions/s1/extract", headers=h)
+    assert r.status_code == 200, r.text  # stored messages simply wait: the answer says why
+    waited = r.json()
+    assert waited["messages"] == 0 and waited["waiting"] == 3 and "HTTP 500" in waited["unavailable"]
+    body = {"messages": CONVERSATION}  # messages sent in the body cannot wait: the caller is told to retry
+    r = await llm_client.post("/v1/users/o/extract", json=body, headers=h)
     assert r.status_code == 503 and r.headers["content-type"].startswith("application/problem+json"), r.text
     assert r.json()["type"].endswith("extractor-unavailable") and int(r.headers["Retry-After"]) >= 1
     assert await learned(llm_client, h, "o") == []
