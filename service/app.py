@@ -12,9 +12,9 @@ from fastapi import FastAPI, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
 from jobs.background import extract_in_background
-from jobs.scheduler import STOP_GRACE_SECONDS
 from jobs.endpoints import router as jobs_router
 from jobs.metrics import JobGauges
+from jobs.scheduler import STOP_GRACE_SECONDS
 from service.auth.cache import KeyCache, listen_for_revocations
 from service.clock import Clock
 from service.console import STATIC_URL as CONSOLE_STATIC_URL

@@ -1,7 +1,8 @@
 """Every example under examples/ runs as a user would run it: a subprocess against a real ``ctxmem serve`` and a
 local stand-in for the model endpoint. It must exit 0 after its ten turns, and the model must have been sent
 the memory: from the turn the constraint is written on, every system prompt holds it, and the tool result
-likewise."""
+likewise. The learning example writes no item itself: the constraint the user says in turn 1 reaches the model
+of a later conversation only through extraction."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from tests.sdk.conftest import UNLIMITED, Live, live_server
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ["raw_http", "sdk", "langgraph_store", "agents_session"]
+LEARNING = "learn_from_conversation"
 CONSTRAINT = "Never book flights that land after 22:00."
 
 
@@ -35,21 +37,20 @@ def stub() -> Iterator[ModelStub]:
 
 def test_every_example_is_tested() -> None:
     # scenario.py is what the examples share (the turns, the rule, the tool, the command line), not one itself.
-    assert sorted(p.stem for p in (ROOT / "examples").glob("*.py") if p.stem != "scenario") == sorted(EXAMPLES)
+    found = sorted(p.stem for p in (ROOT / "examples").glob("*.py") if p.stem != "scenario")
+    assert found == sorted([*EXAMPLES, LEARNING])
 
 
-@pytest.mark.parametrize("name", EXAMPLES)
-async def test_example_runs_its_loop_with_memory(name: str, live: Live, stub: ModelStub) -> None:
-    keys = await live.tenant()
+def run_example(name: str, live_url: str, key: str, stub: ModelStub) -> subprocess.CompletedProcess[str]:
     env = {
         **os.environ,
-        "CTXMEM_URL": live.url,
-        "CTXMEM_API_KEY": keys.agent,
+        "CTXMEM_URL": live_url,
+        "CTXMEM_API_KEY": key,
         "OPENAI_BASE_URL": stub.url(name),
         "OPENAI_API_KEY": "test-key",
         "OPENAI_AGENTS_DISABLE_TRACING": "1",
     }
-    done = subprocess.run(
+    return subprocess.run(
         [sys.executable, str(ROOT / "examples" / f"{name}.py")],
         env=env,
         cwd=ROOT,
@@ -58,6 +59,12 @@ async def test_example_runs_its_loop_with_memory(name: str, live: Live, stub: Mo
         timeout=120,
         check=False,
     )
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+async def test_example_runs_its_loop_with_memory(name: str, live: Live, stub: ModelStub) -> None:
+    keys = await live.tenant()
+    done = run_example(name, live.url, keys.agent, stub)
     assert done.returncode == 0, done.stdout + done.stderr
     prompts = [system_text(body) for body in stub.requests[name]]
     assert len(prompts) == 10, done.stdout
@@ -66,3 +73,16 @@ async def test_example_runs_its_loop_with_memory(name: str, live: Live, stub: Mo
     assert "TP1943" not in prompts[1]
     assert all("TP1943" in p for p in prompts[2:]), prompts  # the tool result, written at turn 3
     assert "(stub) memory I was given:" in done.stdout
+
+
+async def test_the_learning_example_brings_a_said_constraint_to_a_later_conversation(
+    live: Live, stub: ModelStub
+) -> None:
+    keys = await live.tenant()
+    done = run_example(LEARNING, live.url, keys.agent, stub)
+    assert done.returncode == 0, done.stdout + done.stderr
+    prompts = [system_text(body) for body in stub.requests[LEARNING]]
+    assert len(prompts) == 3, done.stdout  # two turns, then the later conversation's question
+    assert not any("Redis Cluster" in p for p in prompts[:2]), prompts  # said, not yet learned
+    assert "Redis Cluster" in prompts[2], prompts  # learned: in the later window, which shares none of its words
+    assert "learned by rules/1" in done.stdout and "constraint (hard)" in done.stdout, done.stdout

@@ -55,7 +55,17 @@ async def test_streamable_http_lists_tools_and_remembers(mcp_live: Live, mcp_key
         async with streamable_http_client(url) as (read, write), ClientSession(read, write) as session:
             await session.initialize()
             names = {t.name for t in (await session.list_tools()).tools}
-            assert names == {"remember", "observe", "search", "expand", "window", "confirm", "reject"}
+            assert names == {
+                "remember",
+                "observe",
+                "search",
+                "expand",
+                "window",
+                "confirm",
+                "reject",
+                "extract",
+                "extract_session",
+            }
             content = "The team standup moved to 09:15 on Tuesdays."
             written = await session.call_tool("remember", {"content": content, "type": "decision"})
             assert not written.is_error and written.structured_content is not None
@@ -82,7 +92,7 @@ async def test_with_a_token_only_clients_that_send_it_get_in(mcp_live: Live, mcp
             ClientSession(read, write) as session,
         ):
             await session.initialize()
-            assert len((await session.list_tools()).tools) == 7
+            assert len((await session.list_tools()).tools) == 9
 
 
 def test_binding_beyond_loopback_needs_a_token(mcp_live: Live, mcp_keys: Keys) -> None:
@@ -90,3 +100,19 @@ def test_binding_beyond_loopback_needs_a_token(mcp_live: Live, mcp_keys: Keys) -
     cmd = [CTXMEM, "mcp", "--transport", "http", "--host", everywhere, "--user", "u", "--api-key", mcp_keys.agent]
     done = subprocess.run(cmd, env=mcp_env(), cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and "set --http-token" in done.stderr, done.stderr
+
+
+async def test_extract_over_http_learns_the_users_words(mcp_live: Live, mcp_keys: Keys, tmp_path: Path) -> None:
+    user = f"u-{uuid.uuid4().hex[:8]}"
+    said = "We have a small ops team, so don't recommend Redis Cluster."
+    with http_server(mcp_live, mcp_keys.agent, user, tmp_path / "mcp.log", "--session", "chat-1") as url:
+        async with streamable_http_client(url) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            messages = [{"role": "user", "content": said}, {"role": "assistant", "content": "Noted."}]
+            learned = await session.call_tool("extract", {"messages": messages})
+            assert not learned.is_error and learned.structured_content is not None, learned.content
+            (record,) = [r for r in learned.structured_content["records"] if r["type"] == "constraint"]
+            assert record["hard"] and record["outcome"] == "new" and record["content"] in said
+    with Client(mcp_live.url, mcp_keys.agent, max_retries=0) as client:
+        (item,) = client.user(user).list_items(extracted_by="any", type=["constraint"]).items
+    assert str(item.id) == record["item_id"] and item.evidence is not None and item.evidence.session_id == "chat-1"

@@ -22,7 +22,7 @@ from tests.proof.live import ROOT
 from tests.sdk.conftest import Keys, Live
 
 CTXMEM = str(Path(sys.executable).parent / "ctxmem")
-TOOLS = {"remember", "observe", "search", "expand", "window", "confirm", "reject"}
+TOOLS = {"remember", "observe", "search", "expand", "window", "confirm", "reject", "extract", "extract_session"}
 
 
 @contextlib.asynccontextmanager
@@ -69,6 +69,9 @@ async def test_tools_and_a_round_trip(mcp_live: Live, mcp_keys: Keys, tmp_path: 
         assert {"input", "max_tokens", "query", "format"} <= set(tools["window"].input_schema["properties"])
         assert set(tools["observe"].input_schema["required"]) == {"dimension", "key", "value"}
         assert tools["confirm"].input_schema["required"] == ["entry_id"]
+        assert tools["extract"].input_schema["required"] == ["messages"]
+        assert {"messages", "dry_run", "session_id"} == set(tools["extract"].input_schema["properties"])
+        assert {"session_id", "reextract"} == set(tools["extract_session"].input_schema["properties"])
 
         content = "The Lisbon hotel booking reference is ZX-4417."
         written = structured(await session.call_tool("remember", {"content": content, "key": "hotel_ref"}))
@@ -124,6 +127,44 @@ async def test_tools_and_a_round_trip(mcp_live: Live, mcp_keys: Keys, tmp_path: 
         assert isinstance(one, TextResourceContents) and json.loads(one.text)["content"] == content
 
 
+SAID = "We have a small ops team, so don't recommend Redis Cluster."
+
+
+async def test_extract_learns_from_given_messages_and_from_a_stored_session(
+    mcp_live: Live, mcp_keys: Keys, tmp_path: Path
+) -> None:
+    user = f"u-{uuid.uuid4().hex[:8]}"
+    env = mcp_env(CTXMEM_API_KEY=mcp_keys.agent, CTXMEM_MCP_SESSION="s1")
+    async with stdio_session(env, tmp_path / "err", "--url", mcp_live.url, "--user", user) as session:
+        messages = [
+            {"role": "user", "content": SAID},
+            {"role": "assistant", "content": "I love Redis Cluster, and I live in Paris."},
+        ]
+        dry = structured(await session.call_tool("extract", {"messages": messages, "dry_run": True}))
+        assert dry["dry_run"] is True and dry["extracted_by"] == "rules/1" and dry["messages"] == 2
+        (record,) = [r for r in dry["records"] if r["type"] == "constraint"]
+        assert record["hard"] and record["outcome"] == "would_write" and record["item_id"] is None
+        assert record["content"] in SAID and record["message_index"] == 0
+        assert not any("Paris" in r["content"] for r in dry["records"])
+        async with AsyncClient(mcp_live.url, mcp_keys.agent, max_retries=0) as client:
+            assert (await client.user(user).list_items()).items == []  # a dry run writes nothing
+
+        learned = structured(await session.call_tool("extract", {"messages": messages}))
+        (record,) = [r for r in learned["records"] if r["type"] == "constraint"]
+        assert record["outcome"] == "new" and record["item_id"]
+        window = structured(await session.call_tool("window", {"input": "Which cache should we use?"}))
+        assert record["content"] in window["text"]
+
+        # a stored conversation (the host app appends it), extracted on demand in the configured session
+        async with AsyncClient(mcp_live.url, mcp_keys.agent, max_retries=0) as client:
+            await client.user(user).append_messages("s1", [{"role": "user", "content": "I love Thai food."}])
+        stored = structured(await session.call_tool("extract_session", {}))
+        assert (stored["messages"], stored["waiting"]) == (1, 0)
+        assert [r["type"] for r in stored["records"]] == ["preference"]
+        assert [e["dimension"] for e in stored["profile"]] == ["preference"]
+        assert structured(await session.call_tool("extract_session", {"session_id": "s1"}))["messages"] == 0
+
+
 async def test_ctxmem_errors_are_tool_errors(mcp_live: Live, mcp_keys: Keys, tmp_path: Path) -> None:
     env = mcp_env(CTXMEM_URL=mcp_live.url, CTXMEM_API_KEY=mcp_keys.agent, CTXMEM_MCP_USER="erin")
     async with stdio_session(env, tmp_path / "err") as session:
@@ -132,6 +173,8 @@ async def test_ctxmem_errors_are_tool_errors(mcp_live: Live, mcp_keys: Keys, tmp
         assert "404 item-not-found" in text and str(unknown) in text, text
         # no session configured: observe says what to pass
         text = error_text(await session.call_tool("observe", {"dimension": "goal", "key": "k", "value": "v"}))
+        assert "session_id" in text
+        text = error_text(await session.call_tool("extract_session", {}))
         assert "session_id" in text
         # the server's validation problem, with its location
         text = error_text(await session.call_tool("remember", {"content": "x", "scope": "session"}))

@@ -22,9 +22,15 @@ from service.settings import Settings
 from tests.conftest import TenantKeys, make_tenant
 from tests.proof.live import LiveServer, start_server
 
-# The main server has no rate limit (the tests send bursts); the limited one allows one request a second.
+# The main server has no rate limit (the tests send bursts); the limited one allows one request a second, and
+# has extraction off (what an extract call answers then: 409 extraction-off).
 UNLIMITED = {"CTXMEM_RATE_LIMIT_PER_SECOND": "0"}
-LIMITED = {"CTXMEM_RATE_LIMIT_PER_SECOND": "1", "CTXMEM_RATE_LIMIT_BURST": "1", "CTXMEM_VECTOR_BACKEND": "off"}
+LIMITED = {
+    "CTXMEM_RATE_LIMIT_PER_SECOND": "1",
+    "CTXMEM_RATE_LIMIT_BURST": "1",
+    "CTXMEM_VECTOR_BACKEND": "off",
+    "CTXMEM_EXTRACTOR": "off",
+}
 
 
 @dataclass

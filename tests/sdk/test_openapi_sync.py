@@ -55,6 +55,10 @@ RESPONSES: dict[type[Model], str] = {
     models.MessagePage: "MessagePage",
     models.SessionEnded: "SessionEnded",
     models.MessagePopped: "MessagePopped",
+    models.Evidence: "Evidence",
+    models.ExtractedRecord: "ExtractedRecord",
+    models.RejectedRecord: "RejectedRecord",
+    models.ExtractionResult: "ExtractionResult",
 }
 # Answers the OpenAPI document does not describe (plain JSON routes, a streamed export); the live tests
 # validate real answers against these models (tests/sdk/test_client.py).
@@ -70,6 +74,8 @@ REQUESTS: dict[Any, str] = {
     models.SearchRequest: "SearchRequest",
     models.WindowRequest: "WindowRequest",
     models.MessagesAppend: "MessagesAppend",
+    models.ExtractRequest: "ExtractRequest",
+    models.SessionExtractRequest: "SessionExtractRequest",
 }
 
 
@@ -155,6 +161,8 @@ def _every_call() -> list[calls.Call[Any]]:
         calls.list_messages(u, "s1", limit=None, cursor=None),
         calls.end_session(u, "s1"),
         calls.pop_message(u, "s1"),
+        calls.extract(u, [{"role": "user", "content": "x"}], session_id=None, dry_run=True),
+        calls.extract_session(u, "s1", reextract=False),
         calls.export(u),
         calls.erase(u),
     ]

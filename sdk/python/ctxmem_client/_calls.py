@@ -32,6 +32,7 @@ from ctxmem_client.models.events import (
     Readiness,
 )
 from ctxmem_client.models.export import Export
+from ctxmem_client.models.extraction import EXTRACT_REQUEST, SESSION_EXTRACT_REQUEST, ExtractionResult
 from ctxmem_client.models.items import ITEM_BATCH, ITEM_CREATE, Item, ItemBatch, ItemCreate, ItemPage
 from ctxmem_client.models.profiles import (
     CONFIRM_BODY,
@@ -233,6 +234,29 @@ def pop_message(user: str, session_id: str) -> Call[MessagePopped]:
 
 def end_session(user: str, session_id: str) -> Call[SessionEnded]:
     return Call("DELETE", _session(user, session_id), _model(SessionEnded), write=True)
+
+
+# Extraction -----------------------------------------------------------------------------------------------
+
+
+def extract(
+    user: str, messages: Sequence[Mapping[str, Any]], *, session_id: str | None, dry_run: bool
+) -> Call[ExtractionResult]:
+    request: dict[str, Any] = {"messages": [dict(m) for m in messages]}
+    if session_id is not None:
+        request["session_id"] = session_id
+    if dry_run:
+        request["dry_run"] = True
+    body = dump_request(EXTRACT_REQUEST, request)
+    # A dry run writes nothing, but it carries a key too: a resend after a lost answer is then replayed, not
+    # extracted (and, with a language-model extractor, paid for) again.
+    return Call("POST", f"{user}/extract", _model(ExtractionResult), body=body, write=True)
+
+
+def extract_session(user: str, session_id: str, *, reextract: bool) -> Call[ExtractionResult]:
+    body = dump_request(SESSION_EXTRACT_REQUEST, {"reextract": True}) if reextract else None
+    path = f"{_session(user, session_id)}/extract"
+    return Call("POST", path, _model(ExtractionResult), body=body, write=True)
 
 
 # The user as a whole --------------------------------------------------------------------------------------

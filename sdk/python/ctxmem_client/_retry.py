@@ -5,6 +5,11 @@ first attempt of the same call is still running) and connection failures. Writes
 attempt of one call carries the same ``Idempotency-Key``, so the server applies it once and replays its
 answer (a job run, which the server does not deduplicate, is resent only when it cannot have arrived).
 Nothing else is retried: another 4xx would fail the same way again.
+
+Extraction's own 429 and 503 follow the same rule, by status: ``extractor-unavailable`` (503, the ``llm``
+extractor's endpoint is down; ``Retry-After`` 60 s) is waited and retried, safely, since the server stores
+only successful answers under the key and a failed extraction changed nothing; ``extraction-cap-reached``
+(429) says to come back at 00:00 UTC, longer than ``max_retry_after``, so it is raised at once.
 """
 
 from __future__ import annotations

@@ -33,6 +33,7 @@ from ctxmem_client.models import (
     EventKind,
     EventPage,
     Export,
+    ExtractionResult,
     Health,
     Item,
     ItemBatch,
@@ -111,7 +112,8 @@ class AsyncClient:
         return await self.send(calls.ready())
 
     async def run_job(self, name: JobName, *, now: datetime | None = None) -> JobRun:
-        """Admin keys: run ``expire``, ``promote``, ``decay``, ``purge`` or ``reindex`` now (or as of ``now``)."""
+        """Admin keys: run ``expire``, ``promote``, ``decay``, ``purge``, ``reindex`` or ``extract`` now (or as of
+        ``now``)."""
         return await self.send(calls.run_job(name, now=now))
 
     async def job_runs(self, *, name: JobName | None = None, limit: int | None = None) -> JobRunPage:
@@ -245,6 +247,22 @@ class AsyncUser:
     async def end_session(self, session_id: str) -> SessionEnded:
         """Archive the turns no window archived, then remove the session's messages."""
         return await self.client.send(calls.end_session(self._path, session_id))
+
+    # Extraction: learning from the conversation
+
+    async def extract(
+        self, messages: Sequence[Mapping[str, Any]], *, session_id: str | None = None, dry_run: bool = False
+    ) -> ExtractionResult:
+        """Learn from ``messages`` (OpenAI format, not stored): what the user states about themselves becomes
+        items and profile evidence, each quoting the user's words. ``session_id`` names the conversation they
+        come from; ``dry_run=True`` writes nothing and answers with what would be written and what was
+        rejected."""
+        return await self.client.send(calls.extract(self._path, messages, session_id=session_id, dry_run=dry_run))
+
+    async def extract_session(self, session_id: str, *, reextract: bool = False) -> ExtractionResult:
+        """Extract what waits in a stored conversation now (the server's ``extract`` job would later);
+        ``reextract=True`` also extracts what an older extractor version did, superseding its records."""
+        return await self.client.send(calls.extract_session(self._path, session_id, reextract=reextract))
 
     # The user as a whole
 

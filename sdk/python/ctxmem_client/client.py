@@ -32,6 +32,7 @@ from ctxmem_client.models import (
     EventKind,
     EventPage,
     Export,
+    ExtractionResult,
     Health,
     Item,
     ItemBatch,
@@ -110,7 +111,8 @@ class Client:
         return self.send(calls.ready())
 
     def run_job(self, name: JobName, *, now: datetime | None = None) -> JobRun:
-        """Admin keys: run ``expire``, ``promote``, ``decay``, ``purge`` or ``reindex`` now (or as of ``now``)."""
+        """Admin keys: run ``expire``, ``promote``, ``decay``, ``purge``, ``reindex`` or ``extract`` now (or as of
+        ``now``)."""
         return self.send(calls.run_job(name, now=now))
 
     def job_runs(self, *, name: JobName | None = None, limit: int | None = None) -> JobRunPage:
@@ -240,6 +242,22 @@ class User:
     def end_session(self, session_id: str) -> SessionEnded:
         """Archive the turns no window archived, then remove the session's messages."""
         return self.client.send(calls.end_session(self._path, session_id))
+
+    # Extraction: learning from the conversation
+
+    def extract(
+        self, messages: Sequence[Mapping[str, Any]], *, session_id: str | None = None, dry_run: bool = False
+    ) -> ExtractionResult:
+        """Learn from ``messages`` (OpenAI format, not stored): what the user states about themselves becomes
+        items and profile evidence, each quoting the user's words. ``session_id`` names the conversation they
+        come from; ``dry_run=True`` writes nothing and answers with what would be written and what was
+        rejected."""
+        return self.client.send(calls.extract(self._path, messages, session_id=session_id, dry_run=dry_run))
+
+    def extract_session(self, session_id: str, *, reextract: bool = False) -> ExtractionResult:
+        """Extract what waits in a stored conversation now (the server's ``extract`` job would later);
+        ``reextract=True`` also extracts what an older extractor version did, superseding its records."""
+        return self.client.send(calls.extract_session(self._path, session_id, reextract=reextract))
 
     # The user as a whole
 

@@ -101,6 +101,11 @@ class IdempotencyInProgress(Conflict):
     """A request with the same Idempotency-Key is still running (retried automatically)."""
 
 
+class ExtractionOff(Conflict):
+    """409 on ``extract`` and ``extract_session``: the service's extractor is off (``CTXMEM_EXTRACTOR=off``);
+    nothing changed and stored messages wait. Not retried: an operator has to turn it on."""
+
+
 class PayloadTooLarge(CtxmemError):
     """413: the body, or the batch, is too large."""
 
@@ -147,12 +152,26 @@ class RateLimited(CtxmemError):
     """429: too many requests; ``retry_after`` in seconds (raised once the retries are spent)."""
 
 
+class ExtractionCapReached(RateLimited):
+    """429 on ``extract`` and ``extract_session``: the tenant spent its daily token cap on the ``llm``
+    extractor. ``retry_after`` is the seconds until 00:00 UTC, longer than the retry policy waits (but in the
+    last minute of the day), so it is raised at once; the messages wait and the server's ``extract`` job takes
+    them up after the reset."""
+
+
 class ServerError(CtxmemError):
     """500 and other 5xx without a type of their own."""
 
 
 class Unavailable(CtxmemError):
     """503: the service cannot reach its database (raised once the retries are spent)."""
+
+
+class ExtractorUnavailable(Unavailable):
+    """503 on ``extract`` and ``extract_session``: the ``llm`` extractor could not answer (its endpoint down
+    or timing out); ``detail`` quotes the cause. Retried after ``retry_after`` like any 503 (the call's
+    Idempotency-Key makes that safe), raised once the retries are spent; nothing was extracted and the
+    messages wait."""
 
 
 # The server's slugs (service/errors.py, service/rate_limit.py, the HTTP server's own answers).
@@ -171,6 +190,7 @@ SLUG_CLASSES: dict[str, type[CtxmemError]] = {
     "correction-refused": CorrectionRefused,
     "job-running": JobRunning,
     "idempotency-in-progress": IdempotencyInProgress,
+    "extraction-off": ExtractionOff,
     "payload-too-large": PayloadTooLarge,
     "batch-too-large": BatchTooLarge,
     "unsupported-media-type": UnsupportedMediaType,
@@ -181,8 +201,10 @@ SLUG_CLASSES: dict[str, type[CtxmemError]] = {
     "idempotency-key-reused": IdempotencyKeyReused,
     "budget-too-small": BudgetTooSmall,
     "rate-limited": RateLimited,
+    "extraction-cap-reached": ExtractionCapReached,
     "internal-error": ServerError,
     "unavailable": Unavailable,
+    "extractor-unavailable": ExtractorUnavailable,
     "http-error": CtxmemError,
 }
 

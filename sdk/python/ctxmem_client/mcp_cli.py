@@ -31,7 +31,8 @@ def build_parser(prog: str = "ctxmem-mcp") -> argparse.ArgumentParser:
     parser.add_argument(
         "--session",
         default=env("CTXMEM_MCP_SESSION") or None,
-        help="default session of remember, observe, window, confirm, reject (CTXMEM_MCP_SESSION)",
+        help="default session of remember, observe, window, confirm, reject, extract, extract_session "
+        "(CTXMEM_MCP_SESSION)",
     )
     parser.add_argument("--transport", choices=("stdio", "http"), default="stdio", help="default stdio")
     parser.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default 127.0.0.1)")

@@ -1,10 +1,11 @@
 """The MCP server of ctxmem: memory tools for one user, over the SDK's ``AsyncClient``.
 
 ``build_server(user, session_id=...)`` returns an ``MCPServer`` whose tools (``remember``, ``observe``, ``search``,
-``expand``, ``window``, ``confirm``, ``reject``) and resources (``ctxmem://profile``, ``ctxmem://items/{item_id}``)
-act for the one user the handle is bound to. The user, the key and the URL come from the server's configuration
-(``ctxmem_client.mcp_cli``), never from the model: no tool takes them, and a call that names an argument its tool
-does not declare (``user_id``…) is refused. ctxmem's errors become tool errors carrying the problem's detail.
+``expand``, ``window``, ``confirm``, ``reject``, ``extract``, ``extract_session``) and resources
+(``ctxmem://profile``, ``ctxmem://items/{item_id}``) act for the one user the handle is bound to. The user, the key
+and the URL come from the server's configuration (``ctxmem_client.mcp_cli``), never from the model: no tool takes
+them, and a call that names an argument its tool does not declare (``user_id``…) is refused. ctxmem's errors become
+tool errors carrying the problem's detail.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from pydantic import BaseModel, Field
 
 from ctxmem_client.async_client import AsyncUser
 from ctxmem_client.errors import CtxmemError
-from ctxmem_client.models import Item, ProfileEntry
+from ctxmem_client.models import ExtractionResult, Item, ProfileEntry
 from ctxmem_client.models.items import ItemType, Scope
 from ctxmem_client.models.profiles import Dimension, Polarity
 
@@ -34,8 +35,10 @@ INSTRUCTIONS = (
     "another). Call `search` before answering from memory and `expand` to read an item whose index line is too "
     "short; `remember` facts, decisions, tool results and the user's constraints (hard=true) worth keeping; "
     "`observe` what the user reveals about their goals, abilities, preferences and style, and `confirm` or "
-    "`reject` a profile entry when the user says yes or no to it. `window` assembles the context of the next model "
-    "call. The profile is the resource ctxmem://profile."
+    "`reject` a profile entry when the user says yes or no to it. `extract` learns from a conversation by itself "
+    "(the user's constraints, preferences, facts, goals and decisions, in their own words); `extract_session` from "
+    "a stored one. `window` assembles the context of the next model call. The profile is the resource "
+    "ctxmem://profile."
 )
 DEFAULT_WINDOW_TOKENS = 4000
 
@@ -152,6 +155,75 @@ class WindowOut(BaseModel):
     warnings: list[str]
 
 
+class Turn(BaseModel):
+    role: Literal["user", "assistant", "system", "developer"] = Field(
+        description="Who said it; only the user's own messages are learned from"
+    )
+    content: str = Field(description="What was said, as it was said")
+
+
+class LearnedRecord(BaseModel):
+    type: str = Field(description="constraint, preference, fact, goal or decision")
+    content: str = Field(description="The user's words, verbatim")
+    key: str
+    hard: bool
+    outcome: str = Field(
+        description="new, replaced (an older value of its slot), reinforced (the same value again), rejected "
+        "(a stronger value is in force), or would_write in a dry run"
+    )
+    item_id: uuid.UUID | None = Field(description="The stored item (null in a dry run)")
+    message_index: int | None = Field(
+        description="extract: which of the given messages it was said in (0 is the first); null for a stored session"
+    )
+
+
+class Refused(BaseModel):
+    reason: str = Field(
+        description="not_user_message, ungrounded, service_text (ctxmem's own window text), unknown_message, malformed"
+    )
+    detail: str
+    quote: str | None
+    message_index: int | None
+
+
+class Learned(BaseModel):
+    extracted_by: str = Field(description="The extractor and its version, e.g. rules/1")
+    dry_run: bool
+    messages: int = Field(description="Messages extracted by this call")
+    waiting: int = Field(description="The stored session's messages still waiting (0 for given messages)")
+    records: list[LearnedRecord]
+    profile: list[Entry] = Field(description="The profile entries the user's preferences and goals fed")
+    rejected: list[Refused]
+
+    @classmethod
+    def of(cls, result: ExtractionResult) -> Learned:
+        records = [
+            LearnedRecord(
+                type=r.type,
+                content=r.content,
+                key=r.key,
+                hard=r.hard,
+                outcome=r.outcome,
+                item_id=r.item.id if r.item is not None else None,
+                message_index=r.evidence.message_index,
+            )
+            for r in result.records
+        ]
+        rejected = [
+            Refused(reason=r.reason, detail=r.detail, quote=r.quote, message_index=r.message_index)
+            for r in result.rejected
+        ]
+        return cls(
+            extracted_by=result.extracted_by,
+            dry_run=result.dry_run,
+            messages=result.messages,
+            waiting=result.waiting,
+            records=records,
+            profile=[Entry.of(e) for e in result.profile],
+            rejected=rejected,
+        )
+
+
 SessionArg = Annotated[
     str | None, Field(description="The session this belongs to (default: the server's configured session)")
 ]
@@ -161,7 +233,7 @@ WritableSource = Literal["user", "tool", "summary", "model"]
 
 def build_server(user: AsyncUser, *, session_id: str | None = None) -> MCPServer[Any]:
     """The MCP server acting for ``user`` (an ``AsyncClient``'s handle); ``session_id`` is the default session
-    of ``remember``, ``observe``, ``window``, ``confirm`` and ``reject``."""
+    of ``remember``, ``observe``, ``window``, ``confirm``, ``reject``, ``extract`` and ``extract_session``."""
     server: MCPServer[Any] = MCPServer("ctxmem", instructions=INSTRUCTIONS, log_level="WARNING")
 
     def session(given: str | None) -> str | None:
@@ -288,6 +360,35 @@ def build_server(user: AsyncUser, *, session_id: str | None = None) -> MCPServer
     ) -> Entry:
         """The user said no to a profile entry: it is rejected until new explicit support."""
         return Entry.of(await _tool(user.reject(entry_id, **verdict_body(note, context, session_id))))
+
+    @server.tool()
+    async def extract(
+        messages: Annotated[
+            list[Turn], Field(min_length=1, description="The conversation, oldest first (role and content each)")
+        ],
+        dry_run: Annotated[bool, Field(description="Store nothing: only say what would be learned")] = False,
+        session_id: SessionArg = None,
+    ) -> Learned:
+        """Learn from a conversation: what the user states about themselves (constraints, preferences, facts,
+        goals, decisions) is stored in their own words, each a memory item; preferences and goals also feed the
+        profile. Only the user's messages count. dry_run=true stores nothing and says what would be learned."""
+        turns = [t.model_dump() for t in messages]
+        found = user.extract(turns, session_id=session(session_id), dry_run=dry_run)
+        return Learned.of(await _tool(found))
+
+    @server.tool()
+    async def extract_session(
+        session_id: SessionArg = None,
+        reextract: Annotated[
+            bool, Field(description="Also extract again what an older extractor version extracted")
+        ] = False,
+    ) -> Learned:
+        """Learn now from a stored conversation's messages that wait (ctxmem would, a little later, by itself):
+        the user's constraints, preferences, facts, goals and decisions, in their own words."""
+        where = session(session_id)
+        if where is None:
+            raise ToolError("extract_session needs a session_id: pass one (the server has no configured session)")
+        return Learned.of(await _tool(user.extract_session(where, reextract=reextract)))
 
     @server.resource("ctxmem://profile", name="profile", mime_type="application/json")
     async def profile() -> str:

@@ -10,7 +10,19 @@ from datetime import UTC, datetime, timedelta
 
 import httpx
 import pytest
-from ctxmem_client import AsyncClient, Client, Conflict, ConnectionFailed, NotFound, RetryPolicy, Unavailable
+from ctxmem_client import (
+    AsyncClient,
+    Client,
+    Conflict,
+    ConnectionFailed,
+    ExtractionCapReached,
+    ExtractionOff,
+    ExtractorUnavailable,
+    NotFound,
+    RateLimited,
+    RetryPolicy,
+    Unavailable,
+)
 from ctxmem_client._retry import parse_retry_after
 
 PROBLEM = {"title": "t", "detail": "d"}
@@ -198,3 +210,52 @@ def test_a_job_run_is_resent_only_when_it_cannot_have_arrived() -> None:
             client.run_job("decay")
     assert len(script.requests) == 3 and len(waits) == 1 and "1 attempt(s)" in caught.value.detail
     assert "Idempotency-Key" not in script.requests[0].headers
+
+
+EXTRACTED = {
+    "extracted_by": "rules/1",
+    "dry_run": False,
+    "messages": 1,
+    "waiting": 0,
+    "records": [],
+    "profile": [],
+    "rejected": [],
+}
+
+
+def test_an_extractor_outage_is_retried_with_the_same_key() -> None:
+    """503 extractor-unavailable is retried after its Retry-After like any 503: the server stores only
+    successful answers under the key, so the retry extracts for real, once."""
+    script = Script(_problem(503, "extractor-unavailable", {"Retry-After": "60"}), httpx.Response(200, json=EXTRACTED))
+    waits: list[float] = []
+    with _client(script, waits, retry=RetryPolicy(rng=random.Random(3))) as client:
+        found = client.user("alice").extract([{"role": "user", "content": "I hate olives."}], session_id="s1")
+    assert found.extracted_by == "rules/1" and len(waits) == 1 and 60.0 <= waits[0] <= 60.5
+    assert len({r.headers["Idempotency-Key"] for r in script.requests}) == 1
+    assert script.requests[0].url.path == "/v1/users/alice/extract"
+    assert script.requests[0].content == b'{"messages":[{"role":"user","content":"I hate olives."}],"session_id":"s1"}'
+
+
+def test_an_outage_that_outlasts_the_retries_raises_extractor_unavailable() -> None:
+    script = Script(*[_problem(503, "extractor-unavailable", {"Retry-After": "60"})] * 2)
+    with _client(script, [], max_retries=1) as client, pytest.raises(ExtractorUnavailable) as caught:
+        client.user("alice").extract_session("s1")
+    assert isinstance(caught.value, Unavailable) and caught.value.retry_after == 60.0
+    assert script.requests[0].url.path == "/v1/users/alice/sessions/s1/extract" and script.requests[0].content == b""
+
+
+def test_a_spent_token_cap_is_raised_at_once_and_extraction_off_is_not_retried() -> None:
+    """The cap's Retry-After runs to 00:00 UTC, longer than max_retry_after: no wait, the error at once."""
+    script = Script(_problem(429, "extraction-cap-reached", {"Retry-After": "30000"}), _problem(409, "extraction-off"))
+    waits: list[float] = []
+    with _client(script, waits) as client:
+        with pytest.raises(ExtractionCapReached) as caught:
+            client.user("alice").extract_session("s1", reextract=True)
+        assert isinstance(caught.value, RateLimited) and caught.value.retry_after == 30000.0
+        with pytest.raises(ExtractionOff) as off:
+            client.user("alice").extract([{"role": "user", "content": "x"}], dry_run=True)
+        assert isinstance(off.value, Conflict)
+    assert waits == [] and len(script.requests) == 2
+    assert script.requests[0].content == b'{"reextract":true}'
+    assert script.requests[1].content == b'{"messages":[{"role":"user","content":"x"}],"dry_run":true}'
+    assert all("Idempotency-Key" in r.headers for r in script.requests)

@@ -20,7 +20,15 @@ from ctxmem_client.models.events import (
     Readiness,
 )
 from ctxmem_client.models.export import Export
+from ctxmem_client.models.extraction import (
+    ExtractedRecord,
+    ExtractionResult,
+    ExtractRequest,
+    RejectedRecord,
+    SessionExtractRequest,
+)
 from ctxmem_client.models.items import (
+    Evidence,
     Item,
     ItemBatch,
     ItemBatchCreate,
@@ -69,7 +77,11 @@ __all__ = [
     "Event",
     "EventKind",
     "EventPage",
+    "Evidence",
     "Export",
+    "ExtractRequest",
+    "ExtractedRecord",
+    "ExtractionResult",
     "Health",
     "Item",
     "ItemBatch",
@@ -98,6 +110,7 @@ __all__ = [
     "ProfileEntry",
     "ProfileEntryBatch",
     "Readiness",
+    "RejectedRecord",
     "Resolution",
     "Scope",
     "SearchHit",
@@ -105,6 +118,7 @@ __all__ = [
     "SearchResults",
     "SearchTokens",
     "SessionEnded",
+    "SessionExtractRequest",
     "StoredMessage",
     "Tier",
     "Variants",

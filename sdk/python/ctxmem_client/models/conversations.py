@@ -21,6 +21,7 @@ MESSAGES_APPEND: TypeAdapter[MessagesAppend] = TypeAdapter(MessagesAppend)
 
 
 class StoredMessage(Model):
+    id: uuid.UUID | None = None  # what a learned item's evidence names (message_id); None from older servers
     session_id: str
     seq: int
     message: dict[str, Any]

@@ -9,7 +9,7 @@ from typing import Any, Literal
 from ctxmem_client.models.base import Model
 
 EventKind = Literal["item", "profile", "observation"]
-JobName = Literal["expire", "promote", "decay", "purge", "reindex"]
+JobName = Literal["expire", "promote", "decay", "purge", "reindex", "extract"]
 
 
 class Event(Model):

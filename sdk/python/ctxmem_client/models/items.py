@@ -87,6 +87,7 @@ class ItemFilters(TypedDict, total=False):
     include_superseded: bool
     include_expired: bool
     include_deleted: bool
+    extracted_by: str  # "any" (learned), "none" (written by clients), an extractor ("rules") or a version
     order: Order
     limit: int
 
@@ -116,6 +117,17 @@ class LevelText(Model):
     level: int
     text: str
     tokens: int
+
+
+class Evidence(Model):
+    """The words a learned item or observation rests on: the stored message (``message_id``), or for messages
+    sent to ``extract`` their place in the list (``message_index``); ``span`` is ``[start, end)`` in its text."""
+
+    message_id: uuid.UUID | None
+    session_id: str | None
+    message_index: int | None = None
+    span: list[int]
+    quote: str
 
 
 class Item(Model):
@@ -151,6 +163,8 @@ class Item(Model):
     related_ids: list[uuid.UUID]
     support_count: int
     corrects: uuid.UUID | None
+    extracted_by: str | None = None  # learned from a conversation: the extractor and version (rules/1)
+    evidence: Evidence | None = None  # … and the words it rests on
     resolution: Resolution | None = None
     at_level: LevelText | None = None
 

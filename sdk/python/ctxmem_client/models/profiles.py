@@ -9,6 +9,7 @@ from typing_extensions import TypedDict
 
 from ctxmem_client.models.base import FORBID, Model
 from ctxmem_client.models.events import Event
+from ctxmem_client.models.items import Evidence
 
 Dimension = Literal["goal", "ability", "preference", "decision_style", "relationship"]
 Polarity = Literal["like", "dislike", "neutral"]
@@ -93,6 +94,8 @@ class Observation(Model):
     note: str | None
     weight: float
     created_at: datetime
+    extracted_by: str | None = None
+    evidence: Evidence | None = None
 
 
 class ProfileEntryBatch(Model):
