@@ -4,10 +4,11 @@ deterministic patterns, in English and Chinese. Pure: standard library only, no 
 ``extract(text)`` reads one ``user`` message and proposes ``Proposal`` records (``scoring/extraction.py``
 checks them before anything is stored). How a message is read:
 
-1. **Masked text.** Code (fenced and inline), quoted lines (``> …``) and text inside double quotation marks
-   ("…", “…”, 「…」, 『…』) are someone else's words or not words at all: nothing anchored there is
-   extracted. Code and quoted lines are blanked before splitting; quotations only block a statement that
-   starts inside them.
+1. **Masked text.** Code (fenced and inline), quoted lines (``> …``), the lines of a pasted dialogue
+   ("Sarah: …", "Assistant: …"; not headers such as "Budget: …" or "Note: …") and text inside double
+   quotation marks ("…", “…”, 「…」, 『…』) are someone else's words or not words at all: nothing
+   anchored there is extracted. Code and those lines are blanked before splitting; quotations only block a
+   statement that starts inside them.
 2. **Sentences and clauses.** A sentence ends at ``. ! ? 。 ！ ？ ; ；``, an ellipsis or a newline; a clause
    at a comma, colon or dash, and before "and/but/so/because … I/we/my/our". A clause that only says
    "No," / "Actually," / "不对，" marks the next clause as a correction.
@@ -20,15 +21,18 @@ checks them before anything is stored). How a message is read:
      wh-word ("do you…", "should I…", "what's my…"), ends with 吗/嘛/么, holds an A-not-A form
      (是不是, 要不要…) or a Chinese question word; a sentence ending in ``?`` whose first clause is a
      question or whose last is a tag ("…, right?", 对吧) is a question throughout;
-   - *reported* speech yields nothing: the clauses after a frame such as "he said," / "the docs say:" /
-     "Translate this:" / 他说， and a sentence that ends with one ("…, my boss said");
+   - *reported* speech and hearsay yield nothing: the clauses after a frame such as "he said," / "the docs
+     say:" / "Translate this:" / "according to …," / "apparently," / 他说， / 据说， and a sentence that
+     ends with one ("…, my boss said");
    - every pattern is *anchored* at the start of its clause (after filler such as "Oh," / "So" / 嗯):
-     the subject is I/we/我/我们, "my/our <attribute>", "let's", or none (an imperative). So "my friend
+     the subject is I/we/我/我们, "my/our <attribute>", "let's", a thing required ("The laptop must weigh
+     at most 1.5 kg", 接口不能返回空值), or none (an imperative). So "my friend
      hates cats", "he wants…", "people like sushi", "Redis is fast", 我朋友讨厌猫 match nothing, and
      neither does a negated fact ("I'm not vegetarian", 我不是素食者): a positive pattern never admits a
      negation between its subject and its verb.
-4. **Patterns**, tried in order, the first that matches a clause wins: budget, slot facts, preferences,
-   constraints, decisions, goals, other facts. A slot fact (``SLOTS``) gets its ``key`` and a typed
+4. **Patterns**, tried in order, the first that matches a clause wins: labelled fields ("Budget: 8000"),
+   budget, limits, a corrected amount, slot facts, preferences, constraints, decisions, goals, other
+   facts. A slot fact (``SLOTS``) gets its ``key`` and a typed
    ``value`` (a number, or a lower-case string), so that a later statement of the slot supersedes the
    earlier one by the conflict rules (§3.2); within one message the last statement of a slot is the one
    proposed. "not X but Y" / 不是X而是Y is read as Y; a bare amount after a correction ("Actually, make
@@ -38,6 +42,7 @@ checks them before anything is stored). How a message is read:
    clauses that follow it: one constraint per run, hard if any part is a prohibition.
 
 Every quote is a span of ``text`` (trimmed of surrounding blanks, leading filler and closing punctuation).
+Everything here is general English and Chinese usage; no rule names a particular conversation.
 """
 
 # Chinese full-width punctuation (，。：！？) is what this module reads: it is not a typo for ASCII.
@@ -108,6 +113,7 @@ class _Hit:
     hard: bool = False
     profile: ProfileHint | None = None
     absorbable: bool = False  # a keyless fact that may serve as the reason of a constraint after it
+    follows: bool = False  # a rule about "them"/"it": only as the continuation of the constraint before it
 
 
 @dataclass(frozen=True)
@@ -123,9 +129,11 @@ class _Body:
 
 @dataclass
 class _Context:
-    """What a message said so far that a later clause of it may lean on: the numeric slot last named."""
+    """What a message said so far that a later clause of it may lean on: the numeric slot last named, and
+    whether its value was only denied ("my budget isn't 5000, …"), so that a bare amount next is its value."""
 
     numeric_slot: str | None = None
+    denied: bool = False
 
 
 @dataclass
@@ -169,14 +177,15 @@ _ABBREVIATION = re.compile(r"(?:\b(?:e\.g|i\.e|etc|mr|mrs|ms|dr|prof|vs|st|appro
 
 _CLAUSE_SEP = re.compile(
     r"(?<!\d),|,(?!\d)|[，；;:：]|\s[-–—]{1,2}\s|[–—]{1,2}|\s\(|\)"
-    r"|\s+(?=(?:and|but|so|because|though|although|while|whereas|or)\s+"
+    r"|(?<!\s)\s+(?=(?:and|but|so|because|though|although|while|whereas|or)\s+"
     r"(?:i|we|i'm|i've|i'd|i'll|we're|we've|we'd|we'll|my|our|let's)\b)",
     _I,
 )
 
 _BULLET = re.compile(r"(?:[-*•·+]+|\d{1,2}[.)])\s+")
-# Patterns matched from a position inside a string (``pattern.match(s, pos)``) do not start with ``^``,
-# which would only match at the string's start.
+# Patterns matched from a position inside a string (``pattern.match(s, pos)``, here and below) do not
+# start with ``^``, which would only match at the string's start.
+#
 # Filler before a statement. The first kind goes whether or not punctuation follows ("So I live…"); the
 # second only before punctuation, for it also opens statements of its own ("No Redis", "Right-sized…").
 _FILLER_EN = re.compile(
@@ -232,7 +241,7 @@ def _sentences(work: str) -> Iterator[tuple[int, int]]:
     end, unless it closes an abbreviation or an initial ("e.g.", "Dr.", "J.")."""
     start = 0
     for m in _SENTENCE_END.finditer(work):
-        if m.group() == "." and _ABBREVIATION.search(work, 0, m.start()):
+        if m.group() == "." and _ABBREVIATION.search(work, max(0, m.start() - 8), m.start()):
             continue
         if work[start : m.start()].strip():
             yield start, m.end()
@@ -242,28 +251,54 @@ def _sentences(work: str) -> Iterator[tuple[int, int]]:
 
 
 def _pieces(work: str, start: int, end: int) -> list[tuple[int, int]]:
-    """A sentence cut at clause separators, "not X, but Y" kept whole."""
+    """A sentence cut at clause separators; kept whole: "not X, but Y", a labelled field, and a comma
+    inside a phrase ("a safe, inclusive space", "sushi, ramen and pizza")."""
     spans: list[tuple[int, int]] = []
+    commas: list[bool] = []  # whether the span after each cut follows a plain comma
     pos = start
     for m in _CLAUSE_SEP.finditer(work, start, end):
         spans.append((pos, m.start()))
+        commas.append(m.group().strip() == ",")
         pos = m.end()
     spans.append((pos, end))
     merged: list[tuple[int, int]] = []
-    for s, e in spans:
-        if merged and _continues(work[merged[-1][0] : merged[-1][1]], work[s:e]):
+    for i, (s, e) in enumerate(spans):
+        piece = work[s:e]
+        inside = i > 0 and commas[i - 1] and _PHRASE_GOES_ON.match(piece) and not _FILLER_EN.match(piece.lstrip())
+        if merged and (inside or _continues(work[merged[-1][0] : merged[-1][1]], piece)):
             merged[-1] = (merged[-1][0], e)
         else:
             merged.append((s, e))
     return merged
 
 
+# After a comma, a lower-case word that cannot open a clause continues the phrase before it.
+_PHRASE_GOES_ON = re.compile(
+    r"\s*(?![a-z]+'[a-z]+\b)(?!(?:i|we|you|he|she|they|it|my|our|your|his|her|their|this|that|these|those|there"
+    r"|so|but|and|or|nor|because|since|though|although|while|when|whenever|if|unless|until|then|also|plus"
+    r"|especially|except|not|no|never|please|let|lets|what|how|why|where|who|which|whose|can|could|would|should"
+    r"|will|shall|may|might|must|do|does|did|is|are|am|was|were|have|has|had|thanks|thank|right|avoid|stop"
+    r"|make|keep|use|give|tell|show|call|just|only|maybe|perhaps|probably|otherwise|instead|rather|as|like|for"
+    r"|to|which|yet|still|even|anyway|alright|sure|yes|yeah|ok|okay|lol|haha|hmm|um|uh|oh|ah|wow|btw|fyi|tbh"
+    r"|imo|imho|plus|too|either|neither|both|all|each|every|some|any|most|many|much|more|less|same|such|other"
+    r"|another|one|two|three|four|five|six|seven|eight|nine|ten|at|in|on|by|with|from|about|after|before"
+    r"|around|over|under|up|down|out|off|again|now|today|tomorrow|yesterday|here|ever|always|often|usually"
+    r"|sometimes|mostly|mainly|largely|partly|generally|typically|ideally|preferably|honestly|personally"
+    r"|definitely|basically|actually|really|however|though|whatever|whichever|except)\b)[a-z]",
+)
+_NEGATION = re.compile(r"\bnot\b|n't\b|不是", _I)
+_DECIDED_END = re.compile(r"(?:定了|决定了)\s*$")
+_ENDS_QUESTION = re.compile(r"[?？][\s\"'”」』)）]*$")
+_QUESTION_MARK = re.compile(r"[?？]")
+_COLON_NEXT = re.compile(r"\s*[:：]")
+
+
 def _continues(before: str, piece: str) -> bool:
     """Whether ``piece`` completes the clause before it: "not X, but Y" / 不是X，而是Y, 定了，用X, and a
     slot's label ("Budget: 8000")."""
-    if _BUT_CONTINUES.match(piece) and re.search(r"\bnot\b|n't\b|不是", before, _I):
+    if _BUT_CONTINUES.match(piece) and _NEGATION.search(before):
         return True
-    return bool(re.search(r"(?:定了|决定了)\s*$", before) or _LABEL.fullmatch(before.strip()))
+    return bool(_DECIDED_END.search(before) or _LABEL.fullmatch(before.strip()))
 
 
 def _strip_lead(work: str, s: int, e: int) -> tuple[int, int, str]:
@@ -298,7 +333,7 @@ _HEDGE = re.compile(
 )
 _HYPOTHESIS = re.compile(
     r"\b(?:if|suppose|supposing|imagine|imagining|assuming|assume|hypothetically|in\s+theory"
-    r"|let's\s+say|let\s+us\s+say|pretend|as\s+if|as\s+though|wish|wishes|for\s+example|for\s+instance"
+    r"|let's\s+say|let\s+us\s+say|pretend|as\s+if|as\s+though|wish|for\s+example|for\s+instance"
     r"|e\.g|say\s+(?:i|we)\s+(?:had|have|were|was|wanted|lived|moved|went))\b"
     r"|(?:^|,\s*)(?:were|had)\s+(?:i|we)\b"
     r"|如果|假如|要是|假设|假使|倘若|万一|若是|如若|设想|想象一下|想像一下|假定|比如|例如|譬如|的话|要不是",
@@ -306,7 +341,7 @@ _HYPOTHESIS = re.compile(
 )
 # A condition on what the assistant does: the user's rules under it still stand.
 _YOU_CONDITION = re.compile(
-    r"\b(?:if|when|whenever)\s+you\b|如果你|如果您|要是你|假如你|你要是|你如果|当你",
+    r"\bif\s+you\b|如果你|如果您|要是你|假如你|你要是|你如果|当你",
     _I,
 )
 _INVERTED = re.compile(
@@ -340,8 +375,12 @@ _FRAME_VERB = re.compile(
     _I,
 )
 _FIRST_PERSON_START = re.compile(r"^(?:i|we|i'm|i've|i'd|i'll|we're|we've|we'd|we'll)\b|^我", _I)
+# Hearsay and sources: what follows is someone else's claim, not the writer's statement.
 _FRAME_START = re.compile(
-    r"^(?:according\s+to|per\s+the|as\s+(?:\w+\s+){1,3}(?:says?|said|puts\s+it))\b|^(?:根据|据|按照|照)", _I
+    r"^(?:according\s+to|per\s+the|as\s+(?:\w+\s+){1,3}(?:says?|said|puts\s+it)|apparently|reportedly|supposedly"
+    r"|allegedly|rumou?r\s+has\s+it|they\s+say|people\s+say|i\s+(?:heard|read)|i've\s+(?:heard|read))\b"
+    r"|^(?:根据|据说|据|按照|照|听说|网上说|听人说)",
+    _I,
 )
 _FRAME_AT_END = re.compile(
     r"(?:\b(?:said|says|say|told\s+(?:me|us)|tells\s+(?:me|us)|wrote|writes|thinks|believes|mentioned"
@@ -385,19 +424,8 @@ def _is_frame(body: str) -> bool:
 
 _CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
 _CN_DIGITS: Final = {
-    "零": 0,
-    "〇": 0,
-    "一": 1,
-    "二": 2,
-    "两": 2,
-    "三": 3,
-    "四": 4,
-    "五": 5,
-    "六": 6,
-    "七": 7,
-    "八": 8,
-    "九": 9,
-}
+    "零": 0, "〇": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9,
+}  # fmt: skip
 _CN_UNITS: Final = {"十": 10, "百": 100, "千": 1000}
 _EN_NUMBERS: Final = {
     "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9,
@@ -406,10 +434,11 @@ _EN_NUMBERS: Final = {
     "a dozen": 12, "a couple of": 2, "a couple": 2,
 }  # fmt: skip
 _AMOUNT = re.compile(
-    r"(?P<cur>[$€£¥￥]|(?:us|au|ca|hk|s)\$|rmb|usd|eur|gbp|cny)?\s?"
+    r"(?<![a-z\d.,])(?P<cur>[$€£¥￥]|(?:us|au|ca|hk|s)\$|rmb|usd|eur|gbp|cny)?\s?"
     r"(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|[零〇一二两三四五六七八九十百千万]*[十百千万][零〇一二两三四五六七八九]?)"
     r"\s?(?P<mult>k\b|m\b|w\b|thousand\b|grand\b|million\b|万|千)?"
-    r"\s?(?P<unit>dollars?\b|bucks\b|usd\b|eur\b|euros?\b|pounds?\b|gbp\b|rmb\b|cny\b|yuan\b|元|块钱?|美元|美金|欧元|英镑|刀)?",
+    r"\s?(?P<unit>dollars?\b|bucks\b|usd\b|eur\b|euros?\b|pounds?\b|gbp\b|rmb\b|cny\b|yuan\b|元|块钱?|美元|美金|欧元|英镑|刀)?"
+    r"(?![a-z\d])",  # "1e400", "8kids", "3D" are no amounts
     _I,
 )
 _AMOUNT_NEGATED = re.compile(r"(?:\bnot|n't|不是|并非|而非|而不是)\s*(?:about|around|exactly|even|just)?\s*$", _I)
@@ -475,7 +504,7 @@ def _amount(text: str, start: int = 0) -> tuple[int | float, bool] | None:
     plainly money (a currency or a multiplier: "$2,500", "8k", "5000元", "五千块")."""
     for m in _AMOUNT.finditer(text, start):
         raw = m.group("num")
-        if not raw or _AMOUNT_NEGATED.search(text, 0, m.start()):
+        if not raw or _AMOUNT_NEGATED.search(text, max(0, m.start() - 24), m.start()):
             continue
         if raw[0].isdigit():
             value = float(raw.replace(",", ""))
@@ -486,7 +515,7 @@ def _amount(text: str, start: int = 0) -> tuple[int | float, bool] | None:
             value = float(cn)
         mult = (m.group("mult") or "").lower()
         value *= _MULTIPLIERS.get(mult, 1.0)
-        if value <= 0:
+        if not 0 < value < 1e15:  # no amount anyone budgets, and past it a float loses the units
             continue
         money = bool(m.group("cur") or m.group("unit") or mult)
         return _plain(value), money
@@ -502,22 +531,43 @@ _PRONOUN_EN = re.compile(
 )
 _YOU_EN = re.compile(r"\b(?:you|your|yours|you're|u|ur|ya)\b", _I)
 _PRONOUN_ZH = re.compile(r"^(?:你|您|他|她|它|这|那|大家|一切|所有|自己|死|上你|着你|吧|啊|呀|了|的)")
-_TRAIL_EN = re.compile(
-    r"(?:[\s,]+(?:a\s+lot|so\s+much|very\s+much|too|as\s+well|also|lately|these\s+days|nowadays|right\s+now"
-    r"|now|anymore|for\s+now|at\s+the\s+moment|tbh|lol|haha+|really|honestly|though|in\s+general"
+# What trails an object and is not part of it: punctuation, particles, filler adverbs, emoticons. Stripped
+# from the end a piece at a time, looking only at the last characters: a search over the whole phrase for
+# a pattern anchored at its end would cost the square of its length.
+_TRAIL_CHARS = " \t\r\n!.,~…！。，～、"
+_TRAIL_WORD = re.compile(
+    r"(?:(?<![\s,])[\s,]+(?:a\s+lot|so\s+much|very\s+much|too|as\s+well|also|lately|these\s+days|nowadays"
+    r"|right\s+now|now|anymore|for\s+now|at\s+the\s+moment|tbh|lol|haha+|really|honestly|though|in\s+general"
     r"|generally|more|the\s+most|most|best|all\s+the\s+time|please|pls|thanks|thank\s+you|ever|at\s+all"
-    r"|whatsoever|either|anyway|btw|then|instead|for\s+sure|actually)|\s*[:;]-?[()DPp]|[\s!.,~]+)+$",
+    r"|whatsoever|either|anyway|btw|then|instead|for\s+sure|actually)|\s*[:;]-?[()DPp]"
+    r"|一些|一点|一下|得很|极了|死了|而已|[了的啊呀哦嘛啦哈呢吧])$",
     _I,
 )
-_TRAIL_ZH = re.compile(r"(?:[了的啊呀哦嘛啦哈呢吧~～!！。.,，\s]|一些|一点|一下|得很|极了|死了|而已)+$")
+
+
+def _trim(s: str) -> str:
+    """``s`` without what trails it ("sushi a lot lol!" → "sushi", "寿司啊！" → "寿司")."""
+    while True:
+        t = s.rstrip(_TRAIL_CHARS)
+        tail = t[-40:]
+        m = _TRAIL_WORD.search(tail)
+        if m:
+            t = t[: len(t) - len(tail) + m.start()]
+        if t == s:
+            return s
+        s = t
+
+
 _CUT_PREFERENCE_EN = re.compile(
-    r"\s+(?:because|since|but|when|whenever|while|although|though|which|who|whom|unless|until|so\s+that"
+    r"(?<!\s)\s+(?:because|since|but|when|whenever|while|although|though|which|who|whom|unless|until|so\s+that"
     r"|so|as\s+long\s+as|except|especially|particularly|than|rather\s+than|instead\s+of|more\s+than|over"
-    r"|compared\s+to|if|where)\b.*$",
+    r"|compared\s+to|if|where|and\s+(?:it|that|this|they|he|she|i|we)|(?:and\s+)?it's)\b.*$",
     _I | re.DOTALL,
 )
 _CUT_GOAL_EN = re.compile(
-    r"\s+(?:because|since|but|so\s+that|so|although|though|which|unless|while|whereas)\b.*$", _I | re.DOTALL
+    r"(?<!\s)\s+(?:because|since|but|so\s+that|so|although|though|which|unless|while|whereas"
+    r"|and\s+(?:it|that|this|they|he|she)|(?:and\s+)?it's)\b.*$",
+    _I | re.DOTALL,
 )
 _CUT_ZH = re.compile(
     r"(?:因为|由于|但是|不过|可是|所以|而且|而不是|而非|虽然|尽管|胜过|多过|比起|[，,;；]).*$", re.DOTALL
@@ -536,10 +586,7 @@ def _phrase(raw: str, fold: str, start: int, *, max_words: int, preference: bool
     cut = _CUT_ZH if cjk else (_CUT_PREFERENCE_EN if preference else _CUT_GOAL_EN)
     m = cut.search(rest_fold)
     end = m.start() if m else len(rest_fold)
-    trail = (_TRAIL_ZH if cjk else _TRAIL_EN).search(rest_fold, 0, end)
-    if trail and trail.start() > 0:
-        end = trail.start()
-    phrase_fold = rest_fold[:end].strip()
+    phrase_fold = _trim(rest_fold[:end]).strip()
     if not phrase_fold:
         return None
     if cjk or _CJK.search(phrase_fold[:2]):
@@ -574,6 +621,7 @@ def _low(phrase: str) -> str:
 
 
 def _profile(dimension: Dimension, value: str, polarity: Polarity = "like", *, key: str | None = None) -> ProfileHint:
+    """The profile entry a preference or goal observes: keyed by its words unless a key is given."""
     value = " ".join(value.split())[:_MAX_PROFILE_VALUE]
     return ProfileHint(dimension=dimension, key=key or slug(value), value=value, polarity=polarity)
 
@@ -609,7 +657,13 @@ _DIETS: Final = {
     "素食": "vegetarian", "纯素食者": "vegan", "纯素主义者": "vegan", "纯素": "vegan", "清真": "halal",
     "吃清真": "halal", "穆斯林": "halal",
 }  # fmt: skip
-_DIET_EN = r"(?P<diet>vegetarian|vegan|pescatarian|pescetarian|halal|kosher|keto|paleo|gluten[- ]free|dairy[- ]free|lactose[- ]intolerant|celiac|coeliac|plant[- ]based)"
+# A diet word that names the writer's diet, not a thing ("a vegan chef", "a vegetarian restaurant").
+_DIET_EN = (
+    r"(?P<diet>vegetarian|vegan|pescatarian|pescetarian|halal|kosher|keto|paleo|gluten[- ]free|dairy[- ]free"
+    r"|lactose[- ]intolerant|celiac|coeliac|plant[- ]based)(?![\w-]|\s+(?:restaurants?|recipes?|cookbooks?"
+    r"|dish(?:es)?|meals?|options?|blog(?:ger)?|chefs?|cooks?|cooking|places?|caf[eé]s?|menus?|friendly|products?"
+    r"|brands?|company|business|shop|store|bakery|influencer|activist))"
+)
 
 _LANGUAGES: Final = {
     "english": "english", "chinese": "chinese", "mandarin": "mandarin", "cantonese": "cantonese",
@@ -709,7 +763,7 @@ def _labelled(b: _Body, ctx: _Context) -> list[_Hit]:
     elif key == "name":
         value = (_name(raw, capitalised=False) or "").lower() or None
     else:
-        phrase = _TRAIL_EN.sub("", _TRAIL_ZH.sub("", raw.strip())).strip()
+        phrase = _trim(raw.strip()).strip()
         value = _low(phrase) if phrase and len(phrase) <= 60 and not _PRONOUN_EN.match(phrase) else None
     return [_slot(key, value, b)] if value is not None else []
 
@@ -724,12 +778,14 @@ _Matcher = Callable[[_Body, _Context], list[_Hit]]
 _BUDGET_EN = [
     re.compile(
         r"^(?:(?:my|our|the)\s+)?(?:total\s+|max(?:imum)?\s+|overall\s+|monthly\s+|annual\s+|yearly\s+|new\s+)?"
-        r"budget\s*(?:is|'s|will\s+be|=|:|of|is\s+now|has\s+changed\s+to|changed\s+to|now|should\s+be|is\s+going\s+to\s+be)?",
+        r"budget\s*(?:(?:is|'s|will\s+be|of|is\s+now|has\s+changed\s+to|changed\s+to|now|should\s+be"
+        r"|is\s+going\s+to\s+be|isn't|is\s+not)\b|[=:])",
         _I,
     ),
     re.compile(
         r"^" + _SUBJ + r"\s+(?:have|'ve\s+got|have\s+got|got)\s+(?:a|an|the)\s+(?:\w+\s+){0,2}budget\s+of\b", _I
     ),
+    re.compile(r"^" + _BE + r"\s+on\s+a\s+(?:\w+\s+)?budget\s+of\b", _I),
     re.compile(
         r"^(?:(?:let's|please)\s+)?(?:make|set|change|update|raise|lower|increase|decrease|bump|drop|cut|move"
         r"|adjust|put)\s+(?:the|my|our)\s+budget\b",
@@ -779,6 +835,7 @@ def _budget_en(b: _Body, ctx: _Context) -> list[_Hit]:
             found = _amount(b.fold, m.end())
             if found:
                 return [_slot("budget", found[0], b)]
+            ctx.denied = bool(_AMOUNT.search(b.fold, m.end()))
             return []
     return []
 
@@ -805,19 +862,28 @@ def _bare_amount(b: _Body, ctx: _Context) -> list[_Hit]:
     if not m:
         return []
     said_change = b.correction or _CHANGE_VERB_EN.search(b.fold) or _CHANGE_VERB_ZH.search(b.fold)
-    said_change = said_change or re.search(r"\b(?:but|rather|instead)\b|而是", b.lead, _I)
+    said_change = said_change or ctx.denied or re.search(r"\b(?:but|rather|instead)\b|而是", b.lead, _I)
     found = _amount(m.group("amount"))
     if not said_change or not found:
         return []
+    ctx.denied = False
     value = found[0] if ctx.numeric_slot == "budget" else int(found[0])
     return [_slot(ctx.numeric_slot, value, b)]
 
 
+# A budget stated as a prohibition ("must not cost more than", "can't spend over", 不能超过, 别超过) is one:
+# hard, like every prohibition (docs/design.md §3.9); "my budget is 5,000" or "up to 500" is a soft limit.
+_PROHIBITIVE = re.compile(
+    r"\b(?:can'?t|cannot|can\s+not|must\s+not|mustn'?t|never|do\s+not|don'?t|may\s+not)\b|不能|不可以|不要|别|禁止|千万|绝不",
+    _I,
+)
+
+
 def _slot(key: str, value: Any, b: _Body, type_: RecordType = "fact") -> _Hit:
-    """A slot statement; a budget is a soft constraint (a limit the user set, not a prohibition)."""
+    """A slot statement; a budget is a constraint, hard when it is said as a prohibition."""
     conf = min(1.0, CONF_SLOT + (CORRECTION_BONUS if b.correction else 0.0))
     if key == "budget":
-        return _Hit("constraint", conf, key="budget", value=value, hard=False)
+        return _Hit("constraint", conf, key="budget", value=value, hard=bool(_PROHIBITIVE.search(b.fold)))
     return _Hit(type_, conf, key=key, value=value)
 
 
@@ -843,7 +909,7 @@ _DIET_EN_RE = [
     re.compile(r"^(?:my|our)\s+diet\s+is\s+" + _ADV_EN + r"(?:a\s+|an\s+)?" + _DIET_EN + r"\b", _I),
 ]
 _PLACE_STOP = re.compile(
-    r"\s+(?:with|for|since|now|and|but|because|near|by|these|this|last|next|at|where|which|who|as|so|right"
+    r"(?<!\s)\s+(?:with|for|since|now|and|but|because|near|by|these|this|last|next|at|where|which|who|as|so|right"
     r"|anymore|though|too|when|after|before|recently|ago|yesterday|today|tomorrow|in\s+\d{4}|in\s+(?:january"
     r"|february|march|april|may|june|july|august|september|october|november|december)|a\s+few|\d+\s+(?:years?"
     r"|months?|weeks?|days?)|full[- ]time|part[- ]time|currently|lol|haha|btw|until|while|,)\b.*$",
@@ -868,7 +934,7 @@ _NAME_EN = [
     re.compile(r"^(?:you\s+can\s+|please\s+|just\s+)?call\s+me\s+(?P<v>\S.*)$", _I),
     re.compile(r"^i\s+(?:go\s+by|'m\s+called|am\s+called|'m\s+named|am\s+named)\s+(?P<v>\S.*)$", _I),
 ]
-_NAME_STOP = re.compile(r"\s+(?:and|but|by|from|at|please|if|because|instead|though|lol|haha|btw)\b.*$", _I)
+_NAME_STOP = re.compile(r"(?<!\s)\s+(?:and|but|by|from|at|please|if|because|instead|though|lol|haha|btw)\b.*$", _I)
 _NAME_WORD = re.compile(r"^[^\W\d_][\w'.-]*$")
 _ROLE_EN = [
     re.compile(
@@ -949,6 +1015,10 @@ _TEAM_EN = [
     ),
     re.compile(r"^there\s+are\s+(?:only\s+|just\s+)?(?P<n>" + _NUMBER + r")\s+of\s+us\b", _I),
 ]
+_TZ_ABBREVIATIONS = (
+    r"(?:utc|gmt|pst|pdt|pt|est|edt|et|cst|cdt|ct|mst|mdt|mt|akst|hst|bst|cet|cest|eet|eest|wet|west|ist|jst"
+    r"|kst|hkt|sgt|aest|aedt|acst|awst|nzst|nzdt|msk|brt|art)"
+)
 _TIMEZONE_EN = [
     re.compile(r"^(?:my|our)\s+time\s*zone\s+is\s+(?P<v>.+)$", _I),
     re.compile(
@@ -956,14 +1026,18 @@ _TIMEZONE_EN = [
         + _BE
         + r"\s+"
         + _ADV_EN
-        + r"(?:in|on)\s+(?:the\s+)?(?P<v>(?:utc|gmt)\s*[+-]\s*\d{1,2}(?::\d\d)?|[a-z]{1,3}[sd]?t"
-        r"|(?:pacific|eastern|central|mountain|atlantic|alaska|hawaii|british|central\s+european|china|japan|india|"
+        + r"(?:in|on)\s+(?:the\s+)?(?P<v>(?:utc|gmt)\s*[+-]\s*\d{1,2}(?::\d\d)?|"
+        + _TZ_ABBREVIATIONS
+        + r"|(?:pacific|eastern|central|mountain|atlantic|alaska|hawaii|british|central\s+european|china|japan|india|"
         r"australian\s+eastern)\s+(?:standard\s+)?time)\b",
         _I,
     ),
 ]
 _TZ_VALUE = re.compile(
-    r"^(?:(?:utc|gmt)\s*[+-]\s*\d{1,2}(?::\d\d)?|[a-z]{2,4}|[a-z]+(?:\s+[a-z]+){0,2}\s+time|[a-z]+/[a-z_]+)$", _I
+    r"^(?:(?:utc|gmt)\s*[+-]\s*\d{1,2}(?::\d\d)?|"
+    + _TZ_ABBREVIATIONS
+    + r"|[a-z]+(?:\s+[a-z]+){0,2}\s+time|[a-z]+/[a-z_]+)$",
+    _I,
 )
 _AGE_EN = [
     re.compile(r"^" + _BE + r"\s+(?P<n>\d{1,3})(?:\s+(?:years?|yrs?)\s+old|\s*y/?o|\s+now|\s+this\s+year)?$", _I),
@@ -978,10 +1052,7 @@ def _place(raw: str, fold: str, start: int) -> str | None:
     rest = fold[start:]
     cut = _PLACE_STOP.search(rest)
     end = cut.start() if cut else len(rest)
-    m = _TRAIL_EN.search(rest, 0, end)
-    if m and m.start() > 0:
-        end = m.start()
-    place = rest[:end].strip()
+    place = _trim(rest[:end]).strip()
     if not place or len(place.split()) > 5 or _PRONOUN_EN.match(place) or _YOU_EN.search(place):
         return None
     offset = start + len(rest) - len(rest.lstrip())
@@ -1031,7 +1102,7 @@ def _slots_en(b: _Body, ctx: _Context) -> list[_Hit]:
     for p in _TIMEZONE_EN:
         m = p.match(f)
         if m:
-            tz = _low(_TRAIL_EN.sub("", m.group("v")).strip())
+            tz = _low(_trim(m.group("v")).strip())
             return [_slot("timezone", tz, b)] if _TZ_VALUE.match(tz) else []
     for p in _AGE_EN:
         m = p.match(f)
@@ -1046,7 +1117,7 @@ def _name(rest: str, *, capitalised: bool) -> str | None:
     """One to three name words; after "call me"/"I go by" each must be capitalised (so "call me later" is
     not a name)."""
     rest = _NAME_STOP.sub("", rest.strip())
-    rest = _TRAIL_EN.sub("", rest).strip()
+    rest = _trim(rest).strip()
     words = rest.split()
     if not 1 <= len(words) <= 3 or not all(_NAME_WORD.match(w) for w in words):
         return None
@@ -1060,6 +1131,8 @@ def _name(rest: str, *, capitalised: bool) -> str | None:
 def _org(raw: str, fold: str, start: int) -> str | None:
     """An employer: a name up to the next adverbial, not "home"/"night" ("I work at home" is no employer)."""
     place = _place(raw, fold, start)
+    if place:
+        place = re.split(r"\s+in\s+", place, maxsplit=1, flags=_I)[0]
     if not place or _NOT_EMPLOYER.match(place):
         return None
     if place.lower() in ("myself", "my own company", "my own business", "a company", "a firm"):
@@ -1084,7 +1157,8 @@ def _role_en(b: _Body) -> list[_Hit]:
         if i == 0 and re.match(r"^(?:big|huge|total|massive|great)\s", role):
             return []
         hits = [_slot("role", role, b)]
-        if m.group("org"):
+        # a student's school is not an employer
+        if m.group("org") and not re.search(r"\b(?:student|undergrad|pupil)$", role):
             org = _org(r, f, m.start("org"))
             if org:
                 hits.append(_slot("employer", org, b))
@@ -1109,7 +1183,7 @@ _LIKE_EN = re.compile(
     r"^" + _SUBJ_ADV_EN + r"(?:love|like|enjoy|adore|prefer|fancy|dig|"
     r"(?:am|'m|are|'re)\s+(?:really\s+|so\s+|very\s+|quite\s+)?(?:(?:a\s+)?(?:big\s+|huge\s+|massive\s+|great\s+)?fan\s+of"
     r"|into|passionate\s+about|crazy\s+about|obsessed\s+with|fond\s+of|keen\s+on|addicted\s+to|a\s+sucker\s+for"
-    r"|partial\s+to|in\s+love\s+with)|(?:'d|would)\s+(?:much\s+)?(?:prefer|rather\s+(?:have|use|go\s+with|do|eat|take)))"
+    r"|partial\s+to|in\s+love\s+with|interested\s+in)|(?:'d|would)\s+(?:much\s+)?(?:prefer|rather\s+(?:have|use|go\s+with|do|eat|take)))"
     r"\s+(?P<o>\S.*)$",
     _I,
 )
@@ -1118,13 +1192,13 @@ _DISLIKE_EN = re.compile(
     r"|can\s+not\s+stand|can't\s+bear|cannot\s+bear|(?:don't|do\s+not)\s+(?:really\s+|particularly\s+|much\s+|even\s+"
     r"|actually\s+)?(?:like|enjoy|love|care\s+for|fancy|dig)|(?:am|'m|are|'re)\s+(?:not\s+(?:a\s+)?(?:big\s+|huge\s+)?fan\s+of"
     r"|not\s+(?:really\s+)?into|not\s+fond\s+of|not\s+keen\s+on|not\s+crazy\s+about|sick\s+of|tired\s+of|fed\s+up\s+with"
-    r"|no\s+fan\s+of)|(?:'d|would)\s+(?:much\s+)?(?:prefer|rather)\s+not(?:\s+to)?|prefer\s+not\s+to)\s+(?P<o>\S.*)$",
+    r"|no\s+fan\s+of|not\s+(?:really\s+|very\s+|that\s+)?interested\s+in)|(?:'d|would)\s+(?:much\s+)?(?:prefer|rather)\s+not(?:\s+to)?|prefer\s+not\s+to)\s+(?P<o>\S.*)$",
     _I,
 )
 _FAVOURITE_EN = [
     re.compile(
-        r"^(?:my|our)\s+(?:all[- ]time\s+|absolute\s+|very\s+)?fav(?:ou?rite|e|orite)?\s+(?P<k>[\w-]+(?:\s+[\w-]+)?)"
-        r"\s+(?:is|are|'s|has\s+to\s+be)\s+(?P<o>\S.*)$",
+        r"^(?:my|our)\s+(?:all[- ]time\s+|absolute\s+|very\s+)?fav(?:ou?rite|e|orite)?"
+        r"(?:\s+(?P<k>[\w-]+(?:\s+[\w-]+)?))?\s+(?:is|are|'s|has\s+to\s+be)\s+(?P<o>\S.*)$",
         _I,
     ),
     re.compile(
@@ -1140,10 +1214,11 @@ def _preference_en(b: _Body, ctx: _Context) -> list[_Hit]:
     like; "I hate/dislike/can't stand/don't like X", "I'm not a fan of X", "I'd rather not X" → dislike;
     "my favourite food is X", "X is my favourite" → like, keyed by what it is the favourite of."""
     f, r = b.fold, b.raw
-    for polarity, pattern in (("dislike", _DISLIKE_EN), ("like", _LIKE_EN)):
+    readings: tuple[tuple[Polarity, re.Pattern[str]], ...] = (("dislike", _DISLIKE_EN), ("like", _LIKE_EN))
+    for polarity, pattern in readings:
         m = pattern.match(f)
         if m:
-            obj = _phrase(r, f, m.start("o"), max_words=6, preference=True)
+            obj = _phrase(r, f, m.start("o"), max_words=8, preference=True)
             if not obj:
                 return []
             return [_Hit("preference", _bonus(CONF_PREFERENCE, b), profile=_profile("preference", obj, polarity))]
@@ -1162,11 +1237,13 @@ def _preference_en(b: _Body, ctx: _Context) -> list[_Hit]:
 
 
 def _clean_subject(raw: str, m: re.Match[str]) -> str | None:
+    """The favourite named as the subject ("Sushi is my favourite"), unless it is a pronoun."""
     words = raw[m.start("o") : m.end("o")].strip()
     return None if _PRONOUN_EN.match(words) or _YOU_EN.search(words) else words
 
 
 def _bonus(conf: float, b: _Body) -> float:
+    """A confidence, raised for a correction (said on purpose)."""
     return min(1.0, conf + (CORRECTION_BONUS if b.correction else 0.0))
 
 
@@ -1202,7 +1279,7 @@ _AVOID_EN = re.compile(
 _PROHIBIT_EN = re.compile(
     r"^(?:please\s+|pls\s+|and\s+|so\s+|but\s+|just\s+|also\s+)*(?:do\s+not|don't|dont|never(?:\s+ever)?|must\s+not"
     r"|mustn't|must\s+never|shall\s+not|should\s+never|you\s+(?:must|should)\s+(?:not|never)|you\s+shouldn't"
-    r"|please\s+don't|please\s+never|let's\s+not|let's\s+never|stop)\s+(?:ever\s+|again\s+|please\s+)?(?P<verb>[a-z]+)"
+    r"|please\s+don't|please\s+never|let's\s+not|let's\s+never|(?P<stop>stop))\s+(?:ever\s+|again\s+|please\s+)?(?P<verb>[a-z]+)"
     r"(?P<o>.*)$",
     _I,
 )
@@ -1248,17 +1325,15 @@ _ALLERGY_EN = [
         r"^" + _BE + r"\s+" + _ADV_EN + r"(?:severely\s+|very\s+|deathly\s+|highly\s+)?allergic\s+to\s+(?P<o>\S.*)$", _I
     ),
     re.compile(
-        r"^"
-        + _SUBJ
-        + r"\s+(?:have|'ve\s+got|have\s+got)\s+(?:a|an)\s+(?:severe\s+|serious\s+|mild\s+)?(?P<o>[\w-]+(?:\s+[\w-]+)?)\s+(?:allergy|intolerance)\b",
+        r"^" + _SUBJ + r"(?:\s+have|'ve\s+got|\s+have\s+got)\s+(?:a|an)\s+(?:severe\s+|serious\s+|mild\s+)?"
+        r"(?P<o>[\w-]+(?:\s+[\w-]+)?)\s+(?:allergy|intolerance)\b",
         _I,
     ),
     re.compile(
         r"^"
-        + _SUBJ
-        + r"\s+"
-        + _ADV_EN
-        + r"(?:can't|cannot|can\s+not|don't|do\s+not|never)\s+(?:eat|have|drink|consume|tolerate)\s+(?P<o>\S.*)$",
+        + _SUBJ_ADV_EN
+        + r"(?:(?:can't|cannot|can\s+not)\s+(?:eat|have|drink|consume|tolerate)|(?:don't|do\s+not|never)\s+(?:eat|drink"
+        r"|consume))\s+(?P<o>\S.*)$",
         _I,
     ),
 ]
@@ -1283,13 +1358,15 @@ def _constraint_en(b: _Body, ctx: _Context) -> list[_Hit]:
     m = _AVOID_EN.match(f)
     if m:
         if not _object_ok(f, m.start("o")):
-            return []
+            return [replace(_hard(b), follows=True)] if _REFERS_BACK.match(f, m.start("o")) else []
         return [_hard(b)] if not m.group("soft") else [_Hit("constraint", _bonus(CONF_LIMIT, b), hard=False)]
     m = _FIRST_PERSON_LIMIT_EN.match(f)
     if m:
         neg = re.sub(r"\s+", " ", m.group("neg").lower())
         if neg in ("don't", "do not", "never", "won't", "will not") and not _DONT_VERBS_EN.match(m.group("verb")):
             return []
+        if re.match(r"work\s+(?:at|for|as|in|with)\b", f[m.start("verb") :], _I):
+            return []  # "I don't work at X" denies a fact, it sets no rule
         if not _object_ok(
             f, m.start("o"), allow_empty=neg not in ("can only", "could only", "must", "have to", "need to")
         ):
@@ -1306,8 +1383,12 @@ def _constraint_en(b: _Body, ctx: _Context) -> list[_Hit]:
         to_me = re.match(r"^\s+(?:me|us)\b", m.group("o"), _I) and _TO_ME_VERBS.match(verb)
         if _PHATIC_EN.match(verb) and not to_me:
             return []
-        if verb.lower() == "stop" or _NOT_BASE_FORM.match(verb) or not _object_ok(f, m.start("o")):
+        # "stop recommending X" takes a gerund; after "don't"/"never" a past or -ing form is a report
+        base = verb.lower().endswith("ing") if m.group("stop") else not _NOT_BASE_FORM.match(verb)
+        if verb.lower() == "stop" or not base:
             return []
+        if not _object_ok(f, m.start("o")):
+            return [replace(_hard(b), follows=True)] if _REFERS_BACK.match(f, m.start("o")) else []
         return [_hard(b)]
     m = _NO_X_EN.match(f)
     if m and not _NO_X_BLOCK.match(m.group("o")):
@@ -1317,7 +1398,42 @@ def _constraint_en(b: _Body, ctx: _Context) -> list[_Hit]:
         return [_hard(b)]
     if _KEEP_STYLE_EN.match(f):
         return [_Hit("constraint", _bonus(CONF_LIMIT, b), hard=False)]
-    return []
+    return _requirement_en(b, ctx)
+
+
+# A requirement on the thing asked for: "The laptop must weigh at most 1.5 kg", "The API must not return
+# nulls". Not a person's ("my wife must…", "he has to…": the subject is a thing, with the/this/our/my), and
+# not the "must" of a guess ("the view must be stunning", "that must have been fun"): "be"/"have" and
+# verbs of seeming are not requirements.
+_REQUIREMENT_EN = re.compile(
+    r"^(?:the|this|our|my)\s+(?P<subj>(?:[\w-]+\s+){0,2}?[\w-]+)\s+(?P<modal>must\s+not|mustn't|must\s+never|must"
+    r"|has\s+to|have\s+to|needs\s+to|need\s+to|can't|cannot|can\s+not|may\s+not|should\s+not|shouldn't|should)"
+    r"\s+(?!(?:be|have|been|feel|look|sound|seem|get|not|never)\b)(?P<verb>[a-z]+)\b(?P<o>.*)$",
+    _I,
+)
+
+
+def _requirement_en(b: _Body, ctx: _Context) -> list[_Hit]:
+    """A requirement on a thing (hard; soft with "should"); a limit on what it costs is the budget ("The
+    trip must not cost more than 2,000 euros")."""
+    f = b.fold
+    m = _REQUIREMENT_EN.match(f)
+    if not m or not m.group("o").strip():
+        return []
+    if re.search(r"\b(?:" + _PEOPLE_EN + r")\b", m.group("subj"), _I) or _FRAME_VERB.search(m.group("subj")):
+        return []
+    if re.match(r"cost|spend|exceed|run", m.group("verb"), _I) and _MONEY_WORD.search(f):
+        found = _amount(f, m.end("verb"))
+        if found and found[1]:
+            ctx.numeric_slot = "budget"
+            return [_slot("budget", found[0], b)]
+    if m.group("modal").lower().startswith("should"):
+        return [_Hit("constraint", _bonus(CONF_LIMIT, b), hard=False)]
+    return [_hard(b)]
+
+
+# "… peanuts, never suggest them": a rule whose object points back at the constraint before it.
+_REFERS_BACK = re.compile(r"\s*(?:them|those|these|it|any\s+of\s+(?:them|those|these))\b", _I)
 
 
 def _object_ok(fold: str, start: int, *, allow_empty: bool = False) -> bool:
@@ -1330,13 +1446,14 @@ def _object_ok(fold: str, start: int, *, allow_empty: bool = False) -> bool:
 
 
 def _hard(b: _Body) -> _Hit:
+    """A prohibition (or an obligation): a hard constraint."""
     return _Hit("constraint", _bonus(CONF_PROHIBITION, b), hard=True)
 
 
 # decisions and goals
 _DECISION_EN = re.compile(
     r"^(?:(?:let's|let\s+us)\s+(?:just\s+|definitely\s+)?(?:go\s+with|use|pick|choose|take|stick\s+with|settle\s+on"
-    r"|switch\s+to|book|buy|get|opt\s+for|adopt|move\s+forward\s+with|proceed\s+with)"
+    r"|switch\s+to|book|buy|opt\s+for|adopt|move\s+forward\s+with|proceed\s+with)"
     r"|"
     + _SUBJ
     + r"(?:'ll|\s+will|'re\s+going\s+to|\s+are\s+going\s+to|'m\s+going\s+to|\s+am\s+going\s+to|'m\s+gonna)\s+"
@@ -1353,13 +1470,14 @@ _DECISION_EN = re.compile(
 _DECISION_OBJECT_BLOCK = re.compile(
     r"(?:a\s+look|care|a\s+break|a\s+moment|a\s+second|a\s+step\s+back|started|going|back|over|a\s+chance"
     r"|a\s+nap|a\s+walk|a\s+breath|a\s+deep\s+breath|my\s+time|some\s+time|a\s+guess|a\s+stab|note|notes"
-    r"|your\s+word|that\s+into\s+account|to\s+(?:ask|say|tell|know|check|see|think|wait|sleep|go|leave))\b",
+    r"|your\s+word|that\s+into\s+account|to\s+(?:ask|say|tell|know|check|see|think|wait|sleep|go|leave)|a\s+shot"
+    r"|a\s+crack|a\s+swing|up|out|off|on|in|together|to\s+work|down)\b",
     _I,
 )
 _GOAL_EN = re.compile(
     r"^(?:" + _SUBJ_ADV_EN + r"(?:want\s+to|wanna|(?:'d|would)\s+(?:really\s+)?(?:like|love)\s+to|plan\s+to"
-    r"|plan\s+on|(?:am|'m|are|'re)\s+(?:planning|hoping|trying|looking|aiming|determined|saving\s+up|saving|working\s+hard)"
-    r"\s+(?:to|on|for|towards?)|(?:am|'m|are|'re)\s+(?:going\s+to|gonna)|intend\s+to|hope\s+to|aim\s+to|aim\s+for"
+    r"|plan\s+on|(?:am|'m|are|'re)\s+(?:(?:planning|hoping|trying|looking|aiming|determined|working\s+hard)\s+to"
+    r"|planning\s+on|aiming\s+for|saving\s+(?:up\s+)?(?:for|to))|(?:am|'m|are|'re)\s+(?:going\s+to|gonna)|intend\s+to|hope\s+to|aim\s+to|aim\s+for"
     r"|need\s+to|wish\s+to|dream\s+of|(?:'ve|have)\s+(?:always\s+)?(?:wanted|been\s+wanting)\s+to"
     r"|(?:am|'m|are|'re)\s+working\s+towards?)"
     r"|(?:my|our)\s+(?:main\s+|big\s+|ultimate\s+|long-term\s+|short-term\s+|current\s+|next\s+|new\s+)?"
@@ -1379,8 +1497,16 @@ _GOAL_OBJECT_BLOCK = re.compile(
 # A goal that points at the conversation ("make something like this", "help make that happen") cannot
 # be understood later, away from it.
 _DEICTIC = re.compile(
-    r"\b(?:it|this|these|those|them)\b|\b(?:make|do|like|about|with|for|see|try|on|into|of|to|is|get|help)\s+that\b"
+    r"\b(?:it|these|those|them)\b|\bthis\b(?!\s+(?:year|week|month|weekend|summer|winter|spring|fall|autumn|morning"
+    r"|evening|afternoon|time|semester|quarter|season))|\b(?:make|do|like|about|with|for|see|try|on|into|of|to|is|get|help)\s+that\b"
     r"|\bthat\s*$",
+    _I,
+)
+# Self-encouragement is not a goal one can help with: "keep going", "stay positive".
+_ATTITUDE = re.compile(
+    r"(?:keep(?:\s+on)?|stay|remain|continue)\s+(?:(?:going|pushing|grinding|trying|believing|moving|fighting|working"
+    r"\s+hard|at\s+it|it\s+up|positive|upbeat|strong|motivated|focused|determined|humble|hopeful|optimistic|calm"
+    r"|sane|up|the\s+faith|on\s+track)\b|(?:my|our)\s+head)",
     _I,
 )
 _GOING_TO_BLOCK = re.compile(
@@ -1398,7 +1524,7 @@ def _decision_en(b: _Body, ctx: _Context) -> list[_Hit]:
     if not m or _DECISION_OBJECT_BLOCK.match(f, m.start("o")):
         return []
     obj = _phrase(r, f, m.start("o"), max_words=10)
-    return [_Hit("decision", _bonus(CONF_DECISION, b))] if obj else []
+    return [_Hit("decision", _bonus(CONF_DECISION, b))] if obj and not _DEICTIC.search(obj) else []
 
 
 def _goal_en(b: _Body, ctx: _Context) -> list[_Hit]:
@@ -1414,7 +1540,7 @@ def _goal_en(b: _Body, ctx: _Context) -> list[_Hit]:
     if re.search(r"(?:going\s+to|gonna)\s*$", head) and _GOING_TO_BLOCK.match(f, m.start("o")):
         return []
     obj = _phrase(r, f, m.start("o"), max_words=14)
-    if not obj or _DEICTIC.search(obj):
+    if not obj or _DEICTIC.search(obj) or _ATTITUDE.match(obj):
         return []
     return [_Hit("goal", _bonus(CONF_GOAL, b), profile=_profile("goal", obj))]
 
@@ -1436,11 +1562,7 @@ _STATUS_EN = re.compile(
     _I,
 )
 _HAVE_EN = re.compile(
-    r"^"
-    + _SUBJ
-    + r"\s+"
-    + _ADV_EN
-    + r"(?:have|'ve\s+got|have\s+got|own)\s+(?P<o>(?:a|an|one|two|three|four|five|six|seven"
+    r"^" + _SUBJ_ADV_EN + r"(?:have|'ve\s+got|have\s+got|own)\s+(?P<o>(?:a|an|one|two|three|four|five|six|seven"
     r"|eight|nine|ten|\d{1,3}|several|some|many|a\s+few|a\s+couple\s+of)\s+\S.*)$",
     _I,
 )
@@ -1448,7 +1570,8 @@ _HAVE_BLOCK = re.compile(
     r"\b(?:question|questions|idea|feeling|meeting|meetings|appointment|call|problem|problems|issue|issues|bug"
     r"|bugs|error|errors|doubt|doubts|suggestion|request|favou?r|thought|thoughts|point|minute|minutes|second"
     r"|moment|chance|look|concern|concerns|headache|cold|flu|fever|deadline|few\s+(?:things|questions)|lot|bit"
-    r"|clue|say|choice|great\s+(?:time|day|weekend)|good\s+(?:time|day|weekend)|blast|nice\s+day|fun|plan)\b",
+    r"|clue|say|choice|great\s+(?:time|day|weekend)|good\s+(?:time|day|weekend)|blast|nice\s+day|fun|plans?"
+    r"|pictures?|photos?|pics?|videos?|screenshots?|copy|list|link)\b",
     _I,
 )
 _BEEN_EN = re.compile(r"^" + _SUBJ + r"(?:'ve|\s+have)\s+" + _ADV_EN + r"been\s+(?P<v>[a-z]+ing)\b(?P<o>.*)$", _I)
@@ -1464,6 +1587,18 @@ _EVENT_EN = re.compile(
     r"|took\s+up|applied\s+(?:to|for)|got\s+(?:married|engaged|divorced|promoted|hired|a\s+new|a\s+job|my\s+first"
     r"|accepted)|quit|retired|completed|won|ran\s+(?:a|my|the)|had\s+a\s+baby|gave\s+birth|became\s+a|launched"
     r"|published|passed|enrolled\s+in|volunteered|moved\s+(?:into|out)|climbed|hiked|attended)\s+(?P<o>\S.*)$",
+    _I,
+)
+# "my work is going well", "my dreams are coming true": how things go, not what they are.
+_GOING = re.compile(
+    r"\w+(?:ing|in')\s+(?:well|off|true|great|good|fine|okay|ok|badly|better|worse|smoothly|up|down|on|away|out)\b",
+    _I,
+)
+# Habits and what the writer runs or owns: "I use a Mac", "we run Kubernetes", "I teach math".
+_HABIT_EN = re.compile(
+    r"^" + _SUBJ_ADV_EN + r"(?:use|run|drive|ride|play|practi[cs]e|teach|study|own|manage|lead|coach|volunteer"
+    r"|meditate|cycle|swim|commute|rent|fly\s+with|host|maintain|develop|build|write\s+(?:code|software|books|for))"
+    r"\s+(?P<o>\S.*)$",
     _I,
 )
 _MY_X_IS_EN = re.compile(r"^(?:my|our)\s+(?P<x>[\w-]+(?:\s+[\w-]+){0,2}?)\s+(?:is|are|'s)\s+(?P<o>\S.*)$", _I)
@@ -1487,37 +1622,43 @@ def _fact_en(b: _Body, ctx: _Context) -> list[_Hit]:
         return []
     m = _ARTICLE_FACT_EN.match(f)
     if m:
-        ok = not _ARTICLE_BLOCK.match(f, m.start("o")) and _phrase(r, f, m.start("o"), max_words=8)
+        ok = not _ARTICLE_BLOCK.match(f, m.start("o")) and _phrase(r, f, m.start("o"), max_words=8) is not None
         return [_fact(b, CONF_FACT)] if ok else []
     m = _HAVE_EN.match(f)
     if m:
-        ok = not _HAVE_BLOCK.search(f, m.start("o")) and _phrase(r, f, m.start("o"), max_words=10)
+        ok = not _HAVE_BLOCK.search(f, m.start("o")) and _phrase(r, f, m.start("o"), max_words=10) is not None
         return [_fact(b, CONF_FACT)] if ok else []
     m = _BEEN_EN.match(f)
     if m:
-        tail = m.group("o").strip(" .,!")
-        ok = not _BEEN_BLOCK.match(m.group("v")) and not _YOU_EN.search(tail) and len(tail.split()) <= 14
+        tail = _CUT_GOAL_EN.sub("", m.group("o")).strip(" .,!")
+        refers = _YOU_EN.search(tail) or _DEICTIC.search(tail)
+        ok = not _BEEN_BLOCK.match(m.group("v")) and not refers and len(tail.split()) <= 14
         return [_fact(b, CONF_EVENT)] if ok else []
     m = _WORK_EN.match(f)
     if m and not _YOU_EN.search(m.group("o")):
         return [_fact(b, CONF_FACT)]
+    m = _HABIT_EN.match(f)
+    if m:
+        obj = _phrase(r, f, m.start("o"), max_words=10)
+        return [_fact(b, CONF_FACT)] if obj and not _DEICTIC.search(obj) else []
     m = _EVENT_EN.match(f)
     if m:
-        ok = _phrase(r, f, m.start("o"), max_words=14) is not None
-        return [_fact(b, CONF_EVENT)] if ok else []
+        obj = _phrase(r, f, m.start("o"), max_words=14)
+        return [_fact(b, CONF_EVENT)] if obj and not _DEICTIC.search(obj) else []
     m = _MY_X_IS_EN.match(f)
     if m:
         x = m.group("x").lower()
         if re.search(r"\b(?:" + _PEOPLE_EN + r"|" + _DISCOURSE_EN + r")\b", x):
             return []
-        if re.match(r"^(?:not|no\s+longer|never|n't)\b", m.group("o"), _I):
+        if re.match(r"^(?:not|no\s+longer|never|n't)\b", m.group("o"), _I) or _GOING.match(m.group("o")):
             return []
-        ok = _phrase(r, f, m.start("o"), max_words=10)
+        ok = _phrase(r, f, m.start("o"), max_words=10) is not None
         return [_fact(b, CONF_FACT)] if ok else []
     return []
 
 
 def _fact(b: _Body, conf: float) -> _Hit:
+    """A keyless fact; it may be the reason of a constraint after it in its sentence."""
     return _Hit("fact", _bonus(conf, b), absorbable=True)
 
 
@@ -1572,7 +1713,10 @@ def _budget_zh(b: _Body, ctx: _Context) -> list[_Hit]:
         if m:
             ctx.numeric_slot = "budget"
             found = _amount(b.fold, m.end())
-            return [_slot("budget", found[0], b)] if found else []
+            if found:
+                return [_slot("budget", found[0], b)]
+            ctx.denied = bool(_AMOUNT.search(b.fold, m.end()))
+            return []
     return []
 
 
@@ -1591,12 +1735,12 @@ def _limit_zh(b: _Body, ctx: _Context) -> list[_Hit]:
 
 
 _DIET_ZH = re.compile(
-    _ZH_SUBJ_ADV
-    + r"(?:是|吃)?(?:一[个名位])?(?P<diet>纯素食者|纯素主义者|纯素|素食主义者|素食者|吃素的|素食|吃素|清真|吃清真|穆斯林)(?:的)?$"
+    _ZH_SUBJ_ADV + r"(?:是|吃)?(?:一[个名位])?"
+    r"(?P<diet>纯素食者|纯素主义者|纯素|素食主义者|素食者|吃素的|素食|吃素|清真|吃清真|穆斯林)(?:的)?$"
 )
 _LOCATION_ZH = re.compile(
-    _ZH_SUBJ_ADV
-    + r"(?:现在|目前)?(?:住在|住于|定居在|定居于|定居|生活在|居住在|搬到了|搬到|搬去了|搬去|搬家到了?|现居|常驻|人在|长居)"
+    _ZH_SUBJ_ADV + r"(?:现在|目前)?"
+    r"(?:住在|住于|定居在|定居于|定居|生活在|居住在|搬到了|搬到|搬去了|搬去|搬家到了?|现居|常驻|人在|长居)"
     r"\s*(?P<v>[^，,。！!？?]{1,20})$"
 )
 _HOMETOWN_ZH = [
@@ -1658,7 +1802,7 @@ _TIMEZONE_ZH = re.compile(
 def _zh_value(raw: str, fold: str, m: re.Match[str], group: str = "v") -> str | None:
     """A Chinese slot value: the group, trailing particles dropped, not a pronoun."""
     value = fold[m.start(group) : m.end(group)]
-    value = _TRAIL_ZH.sub("", value).strip()
+    value = _trim(value).strip()
     if not value or _PRONOUN_ZH.match(value) or _ZH_QUESTION.search(value):
         return None
     start = m.start(group) + (
@@ -1676,8 +1820,8 @@ def _slots_zh(b: _Body, ctx: _Context) -> list[_Hit]:
         return [_slot("diet", _DIETS[m.group("diet")], b)]
     m = _LOCATION_ZH.match(f)
     if m:
-        v = _zh_value(r, f, m)
-        return [_slot("location", _low(v), b)] if v else []
+        place = _zh_value(r, f, m)
+        return [_slot("location", _low(place), b)] if place else []
     for i, p in enumerate(_HOMETOWN_ZH):
         m = p.match(f)
         if not m:
@@ -1728,6 +1872,7 @@ def _slots_zh(b: _Body, ctx: _Context) -> list[_Hit]:
 
 
 def _role_zh(b: _Body) -> list[_Hit]:
+    """A role in Chinese: 我是(一名)程序员 / 我的职业是… / 我做…工作."""
     f, r = b.fold, b.raw
     for p in _ROLE_ZH:
         m = p.match(f)
@@ -1747,7 +1892,13 @@ _LIKE_ZH = re.compile(
 _DISLIKE_ZH = re.compile(
     _ZH_SUBJ_ADV
     + r"(?:讨厌|不喜欢|不太喜欢|不怎么喜欢|不爱吃|不爱喝|不爱|受不了|忍受不了|接受不了|受不了|反感|厌恶|嫌弃|痛恨|"
-    r"不感兴趣|对[^，,。]{1,10}?不感兴趣)\s*(?P<o>.*)$"
+    r"不感兴趣)\s*(?P<o>.+)$"
+)
+# 我对X(很)感兴趣 / 我对X不(太)感兴趣 / 我对X没兴趣: the object comes before the verb.
+_INTEREST_ZH = re.compile(
+    _ZH_SUBJ_ADV
+    + r"对\s*(?P<o>[^，,。]{1,12}?)\s*(?P<neg>不太|不怎么|不|没什么|没有|没)?\s*(?:很|非常|特别|超级|挺|比较)?"
+    r"(?:感兴趣|有兴趣|兴趣)$"
 )
 _FAVOURITE_ZH = re.compile(_ZH_SUBJ_ADV + r"(?:最喜欢|最爱)的\s*(?P<k>[^是，,。]{1,10}?)\s*(?:是|就是)\s*(?P<o>.+)$")
 _FAVOURITE_ZH_2 = re.compile(r"^(?P<o>[^，,。是]{1,16}?)\s*是我(?:们)?的最爱$")
@@ -1778,11 +1929,18 @@ def _preference_zh(b: _Body, ctx: _Context) -> list[_Hit]:
             if obj and not _PRONOUN_ZH.match(obj)
             else []
         )
+    m = _INTEREST_ZH.match(f)
+    if m:
+        obj = _zh_value(r, f, m, "o")
+        polarity: Polarity = "dislike" if m.group("neg") else "like"
+        return (
+            [_Hit("preference", _bonus(CONF_PREFERENCE, b), profile=_profile("preference", obj, polarity))]
+            if obj
+            else []
+        )
     m = _DISLIKE_ZH.match(f)
     if m:
-        inner = re.search(r"对(?P<o>[^，,。]{1,10}?)不感兴趣", f)
-        start = inner.start("o") if inner and inner.start() < m.start("o") else m.start("o")
-        obj = _zh_object(r, f, start)
+        obj = _zh_object(r, f, m.start("o"))
         return (
             [_Hit("preference", _bonus(CONF_PREFERENCE, b), profile=_profile("preference", obj, "dislike"))]
             if obj
@@ -1836,7 +1994,7 @@ def _constraint_zh(b: _Body, ctx: _Context) -> list[_Hit]:
         return [_hard(b)]
     m = _FIRST_PERSON_NO_ZH.match(f)
     if m:
-        o = _TRAIL_ZH.sub("", m.group("o")).strip()
+        o = _trim(m.group("o")).strip()
         # 我不吃素了 is "no longer vegetarian", a diet that stopped, not a food to avoid
         if not o or _PRONOUN_ZH.match(o) or _PHATIC_ZH.match(o) or o in ("素", "素食"):
             return []
@@ -1848,24 +2006,41 @@ def _constraint_zh(b: _Body, ctx: _Context) -> list[_Hit]:
     m = _PROHIBIT_ZH.match(f)
     if m:
         o = m.group("o").strip()
+        if o and re.fullmatch(r"(?:推荐|用|选|吃|给我推荐|建议)?(?:它们|它|这些|那些|这类|那类)", o):
+            return [replace(_hard(b), follows=True)]
         if not o or _PHATIC_ZH.match(o) or _PRONOUN_ZH.match(o) or len(o) < 2:
             return []
         if m.group("soft"):
             return [_Hit("constraint", _bonus(CONF_LIMIT, b), hard=False)]
         return [_hard(b)]
-    return []
+    return _requirement_zh(b)
+
+
+# A requirement on a thing: 笔记本的重量必须不超过1.5公斤 / 接口不能返回空值. The subject is not a person
+# (他必须…, 我朋友不能…) and not a bare "this/that" (这个不能吃: about the thing at hand).
+_REQUIREMENT_ZH = re.compile(
+    r"^(?P<subj>[^，,。！!？?]{1,14}?)\s*(?:必须|务必|一定要|不能|不可以|不得|不准|不许|不应该|不允许)\s*(?P<o>\S.*)$"
+)
+_NOT_A_THING_ZH = re.compile(r"^(?:他|她|它|你|您|我|咱|大家|别人|有人|人们|谁|这|那|这个|那个|这些|那些)")
+
+
+def _requirement_zh(b: _Body) -> list[_Hit]:
+    """A requirement on a thing in Chinese (hard)."""
+    m = _REQUIREMENT_ZH.match(b.fold)
+    if not m or _NOT_A_THING_ZH.match(m.group("subj")) or re.search(_PEOPLE_ZH, m.group("subj")):
+        return []
+    o = m.group("o").strip()
+    return [] if _PHATIC_ZH.match(o) or _PRONOUN_ZH.match(o) else [_hard(b)]
 
 
 _DECISION_ZH = [
     re.compile(
-        r"^(?:"
-        + _ZH_SUBJ
-        + r")?(?:就|那就|那我们就|那我就|还是|最终|最后|干脆|就决定)\s*(?:用|选|定|买|要|选择|采用|订|换成|上|去)\s*(?P<o>.+)$"
+        r"^(?:" + _ZH_SUBJ + r")?(?:就|那就|那我们就|那我就|还是|最终|最后|干脆|就决定)\s*"
+        r"(?:用|选|定|买|要|选择|采用|订|换成|上|去)\s*(?P<o>.+)$"
     ),
     re.compile(
-        r"^(?:"
-        + _ZH_SUBJ
-        + r")?(?:已经|最终|最后|终于)?(?:决定|确定|选定|敲定|拍板)(?:了)?\s*(?:用|选|买|去|要|采用|选择|做|上)?\s*(?P<o>.+)$"
+        r"^(?:" + _ZH_SUBJ + r")?(?:已经|最终|最后|终于)?(?:决定|确定|选定|敲定|拍板)(?:了)?\s*"
+        r"(?:用|选|买|去|要|采用|选择|做|上)?\s*(?P<o>.+)$"
     ),
     re.compile(r"^(?:就|那就)?(?:这么|这样)?(?:定了|决定了)[，,\s]*(?:用|选|买|采用|选择|就用|就选)?\s*(?P<o>.+)$"),
     re.compile(r"^(?:" + _ZH_SUBJ + r")?(?:选|用|定)\s*(?P<o>[^，,。]{1,20}?)\s*吧$"),
@@ -1893,7 +2068,7 @@ _GOAL_ZH = re.compile(
 _GOAL_BLOCK_ZH = re.compile(
     r"^(?:知道|问|请教|说|确认|了解一下|看看|听听|请你|让你|麻烦|你|您|他|她|它|这|那|应该|可能|大概|也许|是|的话|起来|到|清楚|"
     r"一下|去厕所|上厕所|睡觉|想|吐|哭|死|帮助|帮忙|回家|走|吃饭|休息|说明|强调|补充|提醒|感谢|谢谢|分享|告诉|表达|问问|"
-    r"一杯|一份|一碗|一瓶|一个|两个|点|个)"
+    r"一杯|一份|一碗|一瓶|一个|两个|点|个|好|完|就绪)"
 )
 
 
@@ -1908,7 +2083,7 @@ def _goal_zh(b: _Body, ctx: _Context) -> list[_Hit]:
     o = m.group(group).strip()
     if _GOAL_BLOCK_ZH.match(o) and group == "o":
         return []
-    if m.group("verb") in ("要", "想要") and re.search(r"了$", _TRAIL_EN.sub("", o)):
+    if m.group("verb") in ("要", "想要") and o.rstrip(_TRAIL_CHARS + "啊呀吧").endswith("了"):
         return []
     obj = _phrase(r, f, m.start(group), max_words=14)
     return [_Hit("goal", _bonus(CONF_GOAL, b), profile=_profile("goal", obj))] if obj else []
@@ -1916,12 +2091,12 @@ def _goal_zh(b: _Body, ctx: _Context) -> list[_Hit]:
 
 _FACT_ZH = [
     re.compile(
-        _ZH_SUBJ_ADV
-        + r"(?:有|养了|养着|养|有了)\s*(?:一|两|二|三|四|五|六|七|八|九|十|几|\d{1,3})\s*(?:个|只|条|位|台|辆|套|名|家|所|匹|头)\S+"
+        _ZH_SUBJ_ADV + r"(?:有|养了|养着|养|有了)\s*(?:一|两|二|三|四|五|六|七|八|九|十|几|\d{1,3})\s*"
+        r"(?:个|只|条|位|台|辆|套|名|家|所|匹|头)\S+"
     ),
     re.compile(_ZH_SUBJ_ADV + r"(?:在|正在)(?:学|学习|自学|练|练习|研究|备考|读|写|开发|经营|运营|带)\S+"),
     re.compile(
-        r"^我(?:们)?(?:刚|刚刚|最近|上周|上个月|昨天|前几天|今年|去年|已经)?(?:去了|去过|回来了|搬到了|开始了|加入了|买了|报名了|"
+        r"^我(?:们)?(?:刚|刚刚|最近|上周|上个月|昨天|前几天|今年|去年|已经)?(?:去了|去过|从\S{1,10}回来|搬到了|开始了|加入了|买了|报名了|"
         r"毕业了|毕业于|结婚了|换了|领养了|收养了|参加了|退休了|辞职了|考上了|拿到了)\S*"
     ),
     re.compile(_ZH_SUBJ_ADV + r"是(?:一个|一名|一位|个|名|位)?\s*(?P<np>[^，,。！!？?]{1,12})$"),
@@ -1997,6 +2172,7 @@ def _classify(b: _Body, ctx: _Context) -> tuple[_Hit, ...]:
 
 
 def _in_span(pos: int, spans: list[tuple[int, int]]) -> bool:
+    """Whether ``pos`` lies in one of ``spans``."""
     return any(s <= pos < e for s, e in spans)
 
 
@@ -2008,7 +2184,7 @@ def _sentence_clauses(
     mood = _mood(work[s0:e0])
     if mood == "hypothetical":
         return []
-    ends_q = bool(re.search(r"[?？][\s\"'”」』)）]*$", work[s0:e0]))
+    ends_q = bool(_ENDS_QUESTION.search(work, s0, e0))
     pieces = _pieces(work, s0, e0)
     clauses: list[_Clause] = []
     correction_next = False
@@ -2016,7 +2192,7 @@ def _sentence_clauses(
     for i, (ps, pe) in enumerate(pieces):
         s, e, lead = _strip_lead(work, ps, pe)
         last = i == len(pieces) - 1
-        piece_q = bool(re.search(r"[?？]", work[e:pe])) or (last and ends_q)
+        piece_q = bool(_QUESTION_MARK.search(work, e, pe)) or (last and ends_q)
         if s >= e:  # only filler: a marker clause
             correction_next = correction_next or bool(_CORRECTION.search(lead))
             continue
@@ -2025,7 +2201,7 @@ def _sentence_clauses(
         clause = _Clause(start=s, end=e, body=body)
         clause.question = _is_question(body.fold, piece_q)
         clause.blocked = reported or _in_span(s, quotes)
-        colon = bool(re.match(r"\s*[:：]", work[pe : pe + 2]))
+        colon = bool(_COLON_NEXT.match(work, pe, pe + 2))
         if not last and (
             _is_frame(body.fold)
             or (colon and _FRAME_VERB.search(body.fold) and not _FIRST_PERSON_START.match(body.fold))
@@ -2051,14 +2227,16 @@ def _sentence_clauses(
 
 def _records(text: str, clauses: list[_Clause]) -> Iterator[tuple[int, int, _Hit]]:
     """(start, end, hit) for a sentence's clauses: a run of keyless constraint clauses is one record, its
-    span reaching back over the clauses before it that state nothing else (the constraint's reason)."""
+    span reaching back over the clauses before it that state nothing else (the constraint's reason); a
+    rule about "them" only continues a run ("I'm allergic to peanuts, never suggest them"), alone it is
+    about the task at hand and says nothing."""
     i = 0
     while i < len(clauses):
         c = clauses[i]
         hit = c.hits[0] if c.hits else None
-        if hit is None or not _is_rule(hit):
+        if hit is None or not _is_rule(hit) or hit.follows:
             for h in c.hits:
-                if not h.absorbable or not _absorbed(clauses, i):
+                if not h.follows and (not h.absorbable or not _absorbed(clauses, i)):
                     yield c.start, c.end, h
             i += 1
             continue
@@ -2081,6 +2259,7 @@ def _records(text: str, clauses: list[_Clause]) -> Iterator[tuple[int, int, _Hit
 
 
 def _is_rule(hit: _Hit) -> bool:
+    """A keyless constraint: what a run of constraint clauses is made of (a budget is a slot)."""
     return hit.type == "constraint" and hit.key is None
 
 
@@ -2094,7 +2273,7 @@ def _reason(c: _Clause) -> bool:
 def _absorbed(clauses: list[_Clause], i: int) -> bool:
     """Whether clause ``i`` (a keyless fact) is the reason of a constraint run after it in the sentence."""
     for c in clauses[i + 1 :]:
-        if c.hits and _is_rule(c.hits[0]):
+        if c.hits and _is_rule(c.hits[0]) and not c.hits[0].follows:
             return True
         if not _reason(c):
             return False
@@ -2119,17 +2298,16 @@ def extract(text: str, *, message_index: int = 0) -> list[Proposal]:
 
 
 def _proposals(text: str, found: list[tuple[int, int, _Hit]], message_index: int) -> list[Proposal]:
-    """Proposals from the hits: the last statement of each slot, one record per (type, quote)."""
+    """Proposals from the hits: of each slot only its last statement (the user corrected themselves
+    before sending), and one record per (type, quote, slot) — the same words said twice are one record."""
     last_of_slot = {h.key: n for n, (_, _, h) in enumerate(found) if h.key is not None}
-    seen: set[tuple[str, str]] = set()
+    seen: set[tuple[str, str, str | None]] = set()
     out: list[Proposal] = []
     for n, (s, e, h) in enumerate(found):
-        if h.key is not None and last_of_slot[h.key] != n:
-            continue
         quote = text[s:e].strip()
-        if not quote or (h.type, quote) in seen or (h.key is not None and (h.type, quote + h.key) in seen):
+        if not quote or (h.key is not None and last_of_slot[h.key] != n) or (h.type, quote, h.key) in seen:
             continue
-        seen.add((h.type, quote) if h.key is None else (h.type, quote + h.key))
+        seen.add((h.type, quote, h.key))
         out.append(
             Proposal(
                 message_index=message_index,

@@ -15,13 +15,10 @@ A provider that refuses the request itself (a bad key, an unknown model) is not 
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 import logging
 import math
 import random as _random
-import re
-import unicodedata
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal
@@ -29,6 +26,7 @@ from typing import Any, Final, Literal
 import httpx
 
 from scoring.backoff import retry_delay
+from scoring.extract_rules import slug
 from scoring.extraction import RECORD_TYPES, Message, ProfileHint, Proposal, normalize
 from service.extraction.base import ExtractorUnavailable, Proposals, Usage
 from service.extraction.metrics import ExtractionMetrics
@@ -52,6 +50,9 @@ SLOTS: Final[tuple[tuple[str, str], ...]] = (
     ("language", "string: the language the user speaks or wants answers in"),
     ("employer", "string: the organisation the user works for"),
     ("team_size", "integer: the number of people in the user's team"),
+    ("hometown", "string: where the user comes from"),
+    ("timezone", "string: the user's time zone, e.g. utc+8"),
+    ("age", "integer: the user's age in years"),
 )
 SLOT_KEYS: Final = tuple(key for key, _ in SLOTS)
 
@@ -397,17 +398,6 @@ def profile_hint(
     if not value:
         return None
     return ProfileHint(dimension=dimension, key=slug(value), value=value, polarity=polarity)
-
-
-def slug(text: str) -> str:
-    """A profile key from words: ASCII letters and digits joined by ``-``, accents folded ("Café au lait" →
-    ``cafe-au-lait``). Words with no ASCII form (Chinese) get ``t-`` and a hash of the case-folded text."""
-    ascii_text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode().lower()
-    words = re.findall(r"[a-z0-9]+", ascii_text)
-    key = "-".join(words)[:MAX_PROFILE_KEY_CHARS].strip("-")
-    if key:
-        return key
-    return "t-" + hashlib.sha256(normalize(text).casefold().encode()).hexdigest()[:16]
 
 
 def _retry_after(response: httpx.Response) -> float | None:

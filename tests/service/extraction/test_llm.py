@@ -486,3 +486,10 @@ def _documented(marker: str) -> str:
 def test_the_docs_hold_the_prompt_and_schema_verbatim() -> None:
     assert _documented(f"llm-prompt {PROMPT_VERSION}") == SYSTEM_PROMPT
     assert json.loads(_documented(f"llm-schema {PROMPT_VERSION}")) == RESPONSE_SCHEMA
+
+
+def test_both_extractors_know_the_same_slots() -> None:
+    """A statement fills the same slot whichever extractor reads it (docs/extraction.md)."""
+    from scoring.extract_rules import SLOTS as RULES_SLOTS
+
+    assert set(SLOT_KEYS) == set(RULES_SLOTS)
