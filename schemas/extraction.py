@@ -44,10 +44,15 @@ class ExtractRequest(StrictModel):
 
 
 class SessionExtractRequest(StrictModel):
+    """Optional: what to extract of a stored session beyond what waits."""
+
+    model_config = ConfigDict(json_schema_extra={"examples": [{"reextract": True}]})
+
     reextract: bool = Field(
         False,
         description="Also extract the messages an older extractor version extracted; the older version's "
         "records from them are superseded (nothing is deleted)",
+        examples=[True],
     )
 
 

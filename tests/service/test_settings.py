@@ -35,6 +35,7 @@ SAMPLES: dict[str, Any] = {
     "jobs.schedules": {"expire": "off", "reindex": "interval:60"},
     "profiles.decay_days_overrides": {"finance": 30, "coding.ability": 365},
     "window.value.section_weights": {"background": 0.5},
+    "extraction.extractor": "off",  # "llm" needs its endpoint and model (tested apart)
 }
 
 
