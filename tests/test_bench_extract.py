@@ -5,12 +5,10 @@ in every later window). The figures themselves are the benchmark's to report (``
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 from fastapi import FastAPI
 
 from bench.extract import (
@@ -35,10 +33,6 @@ from service.settings import Settings
 from service.tokenizer import build_tokenizer
 from service.vectors.recall import VectorRecall
 from tests.conftest import TenantKeys
-
-# A copy of LoCoMo (a directory of per-conversation files, or locomo10.json), when the machine has one: the data
-# is not in the repository (its terms are the source's).
-LOCOMO = Path(os.environ.get("CTXMEM_LOCOMO_DATA", "") or "/nonexistent")
 
 # A LoCoMo-shaped conversation: Ann's and Bob's statements, some of them annotated as observations (one citing
 # Bob's turn for a fact about Ann, which no record about Ann can rest on).
@@ -85,14 +79,6 @@ async def test_locomo_records_are_about_the_user_and_grounded(
     # D1:4 is Bob's turn: the observation about Ann it supports cannot be learned from Ann's words.
     assert (ann.observations, ann.other_speaker_only, bob.observations) == (2, 1, 2)
     assert (ann.user_turns, bob.user_turns) == (3, 2)
-
-
-@pytest.mark.skipif(not LOCOMO.exists(), reason="CTXMEM_LOCOMO_DATA names no copy of LoCoMo")
-async def test_one_real_locomo_session(client: httpx.AsyncClient, tenant: TenantKeys, db: Database) -> None:
-    rows = await _observations(client, tenant, db, LOCOMO, limit=1, sessions=1)
-    total = total_figures(rows)
-    assert total.user_turns > 0 and total.observations > 0
-    assert (total.wrong_speaker, total.ungrounded, total.unresolved) == (0, 0, 0)
 
 
 def test_the_retention_generator_keeps_its_own_rules() -> None:
