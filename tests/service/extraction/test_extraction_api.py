@@ -341,3 +341,29 @@ async def test_the_extract_job_flushes_buffers_by_size_idle_time_and_session_end
     assert any("Lyon" in i["content"] for i in await items(client, h, "job"))
     r = await client.post("/v1/jobs/extract/run", json={"now": later}, headers=tenant.admin)
     assert r.json()["rows"]["sessions_extracted"] == 0
+
+
+async def test_with_extraction_off_messages_wait_and_ending_the_session_removes_them(
+    app: FastAPI, client: httpx.AsyncClient, tenant: TenantKeys, settings: Any, db: Any, vectors: Any
+) -> None:
+    from service.app import create_app
+
+    off = create_app(settings.replace(extractor="off"), database=db, vectors=vectors)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=off), base_url="http://ctxmem.test") as c:
+        h = tenant.agent
+        await append(c, h, "off", "s1", [{"role": "user", "content": "I live in Oslo."}])
+        r = await c.post("/v1/users/off/sessions/s1/extract", headers=h)
+        assert r.status_code == 409 and r.json()["type"].endswith("extraction-off"), r.text
+        r = await c.post(
+            "/v1/users/off/extract", json={"messages": [{"role": "user", "content": "I live in Oslo."}]}, headers=h
+        )
+        assert r.status_code == 409, r.text
+        assert await items(c, h, "off", extracted_by="any") == []
+        # Turned on later (this app: rules), the waiting message is learned.
+        result = await extract(client, h, "off", "s1")
+        assert [rec.value for rec in result.records] == ["oslo"]
+        await append(c, h, "off", "s2", [{"role": "user", "content": "I live in Rome."}])
+        assert (await c.delete("/v1/users/off/sessions/s2", headers=h)).status_code == 200
+        assert (await c.get("/v1/users/off/sessions/s2/messages", headers=h)).json()["items"] == []
+        learned = await items(c, h, "off", extracted_by="any", include_superseded="true")
+        assert not any("Rome" in i["content"] for i in learned)  # kept only in the session's episode
