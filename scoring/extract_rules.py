@@ -57,6 +57,20 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any, Final
 
+from scoring.extract_lexicon import (
+    ACTIVITY_VERBS_ZH,
+    EVENT_VERBS_ZH,
+    HABIT_PAST_ZH,
+    NOT_ACTIVITY_EN,
+    NOT_EVENT_VERBS_EN,
+    OPENER_EN,
+    OPENER_ZH,
+    PARTICIPLE_IRREGULAR_EN,
+    PAST_IRREGULAR_EN,
+    QUALITY_NOUNS_EN,
+    TIME_LEAD_EN,
+    TIME_LEAD_ZH,
+)
 from scoring.extraction import MAX_QUOTE_CHARS, Dimension, Polarity, ProfileHint, Proposal, RecordType
 
 VERSION: Final = "rules/1"
@@ -213,6 +227,38 @@ _CORRECTION = re.compile(
     r"|其实|实际上|事实上|更正|纠正|不对|说错了|我是说|我的意思是|改一下|哦不|不是",
     _I,
 )
+# A frame that opens the writer's own news ("wanted to let you know I…", "I'm happy to say we…", 跟你说，我…):
+# filler, but only before a first-person statement.
+_OPENER = re.compile(
+    r"(?:" + OPENER_EN + r")[\s,.!:;-]*(?=(?:i|we|my|our|me)\b)|(?:" + OPENER_ZH + r")[\s，,、。!！~～：:]*(?=我)", _I
+)
+# A time before the subject ("Yesterday I…", "Last week we…", 上周我…): kept in the quote, which it dates, and
+# skipped by the patterns, which read the statement after it.
+_TIME_LEAD = re.compile(
+    r"(?:" + TIME_LEAD_EN + r")\s*,?\s*(?=(?:i|we|i'm|i've|we're|we've|my\s+[\w'-]+\s+and\s+i|me\s+and)\b)"
+    r"|" + TIME_LEAD_ZH + r"[，,]?\s*(?=我)",
+    _I,
+)
+# A subject of several people that includes the writer ("my wife and I", "me and my kids", 我和我老婆): read
+# as "we" / 我们. A name before "and I" is capitalised.
+_WE_SUBJECT_EN = re.compile(
+    r"^(?:(?:my|our)\s+(?:[\w'-]+\s+){0,2}?[\w'-]+\s+and\s+(?:i|me)|me\s+and\s+(?:my|our|the)\s+(?:[\w'-]+\s+)??[\w'-]+"
+    r"|i\s+and\s+(?:my|our)\s+[\w'-]+)(?=\s+[a-z])",
+    _I,
+)
+_WE_SUBJECT_NAME = re.compile(r"^[A-Z][a-z]+\s+and\s+(?:I|me)(?=\s+[a-z])")
+# A first person left out, as chat does ("Love experimenting with spices", "Just got some new shoes", "Been
+# painting a lot"): read with the subject it implies. A past form needs "just"/"recently"/"finally" (a bare
+# "Got it" / "Made my day" is no report), a liking names its object.
+_ELLIDED_EN = re.compile(
+    r"^(?:(?P<like>(?:really\s+|absolutely\s+|totally\s+)?(?:love|adore|enjoy)\s+(?!(?:you|your|it|that|this|them|ya|u|the|and|or|is|was)\b))"
+    r"|(?P<past>(?:just|recently|finally)\s+(?!(?:" + NOT_EVENT_VERBS_EN + r")\b)"
+    r"(?:[a-z]+[^e\W]ed|" + PAST_IRREGULAR_EN + r")\s)"
+    r"|(?P<been>(?:always\s+|recently\s+|also\s+)?been\s+(?:[a-z]+ing|into|interested|passionate|a\s+fan)\b)"
+    r"|(?P<ing>(?:planning|hoping|aiming|saving\s+up)\s+(?:to|on|for)\b))",
+    _I,
+)
+
 # "not X but Y" / 不是X而是Y: the clause is read as if it said Y.
 _NOT_BUT_EN = re.compile(r"\bnot\s+(?!only\b)(?:\S+\s+){0,5}?\S+\s*,?\s*but\s+(?:rather\s+)?(?=\S)", _I)
 _NOT_BUT_ZH = re.compile(r"不是[^，,。]{1,20}?[，,]?\s*而是")
@@ -264,7 +310,8 @@ def _pieces(work: str, start: int, end: int) -> list[tuple[int, int]]:
     merged: list[tuple[int, int]] = []
     for i, (s, e) in enumerate(spans):
         piece = work[s:e]
-        inside = i > 0 and commas[i - 1] and _PHRASE_GOES_ON.match(piece) and not _FILLER_EN.match(piece.lstrip())
+        listed = _LIST_GOES_ON.match(piece) or not _FILLER_EN.match(piece.lstrip())
+        inside = i > 0 and commas[i - 1] and _PHRASE_GOES_ON.match(piece) and listed
         if merged and (inside or _continues(work[merged[-1][0] : merged[-1][1]], piece)):
             merged[-1] = (merged[-1][0], e)
         else:
@@ -274,7 +321,7 @@ def _pieces(work: str, start: int, end: int) -> list[tuple[int, int]]:
 
 # After a comma, a lower-case word that cannot open a clause continues the phrase before it.
 _PHRASE_GOES_ON = re.compile(
-    r"\s*(?![a-z]+'[a-z]+\b)(?!(?:i|we|you|he|she|they|it|my|our|your|his|her|their|this|that|these|those|there"
+    r"\s*(?:(?:and|or)\s+)?(?![a-z]+'[a-z]+\b)(?!(?:i|we|you|he|she|they|it|my|our|your|his|her|their|this|that|these|those|there"
     r"|so|but|and|or|nor|because|since|though|although|while|when|whenever|if|unless|until|then|also|plus"
     r"|especially|except|not|no|never|please|let|lets|what|how|why|where|who|which|whose|can|could|would|should"
     r"|will|shall|may|might|must|do|does|did|is|are|am|was|were|have|has|had|thanks|thank|right|avoid|stop"
@@ -284,8 +331,19 @@ _PHRASE_GOES_ON = re.compile(
     r"|another|one|two|three|four|five|six|seven|eight|nine|ten|at|in|on|by|with|from|about|after|before"
     r"|around|over|under|up|down|out|off|again|now|today|tomorrow|yesterday|here|ever|always|often|usually"
     r"|sometimes|mostly|mainly|largely|partly|generally|typically|ideally|preferably|honestly|personally"
-    r"|definitely|basically|actually|really|however|though|whatever|whichever|except)\b)[a-z]",
+    r"|definitely|basically|actually|really|however|though|whatever|whichever|except|wanted|needed|guess"
+    r"|thought)\b)[a-z]",
 )
+# ", and awesome food" closes a list ("the energy, diversity, and awesome food of this city").
+_LIST_GOES_ON = re.compile(
+    r"\s*(?:and|or)\s+(?!(?:i|we|you|he|she|they|it|my|our|your|so|then|also|now|not|no)\b)[a-z]"
+)
+# The first half of a subject of several people, cut before its "and I" / "and my …".
+_SUBJECT_PART = re.compile(
+    r"(?:(?:so|and|but|oh|well|also|then|now|yesterday|today|recently|just)\s+)*(?:(?:my|our)\s+(?:[\w'-]+\s+){0,2}?[\w'-]+|me)",
+    _I,
+)
+_AND_ME = re.compile(r"\s*and\s+(?:i|me|my|our)\b", _I)
 _NEGATION = re.compile(r"\bnot\b|n't\b|不是", _I)
 _DECIDED_END = re.compile(r"(?:定了|决定了)\s*$")
 _ENDS_QUESTION = re.compile(r"[?？][\s\"'”」』)）]*$")
@@ -298,6 +356,8 @@ def _continues(before: str, piece: str) -> bool:
     slot's label ("Budget: 8000")."""
     if _BUT_CONTINUES.match(piece) and _NEGATION.search(before):
         return True
+    if _AND_ME.match(piece) and _SUBJECT_PART.fullmatch(before.strip()):
+        return True  # "my wife | and I …", "me | and my kids …": one subject
     return bool(_DECIDED_END.search(before) or _LABEL.fullmatch(before.strip()))
 
 
@@ -309,12 +369,13 @@ def _strip_lead(work: str, s: int, e: int) -> tuple[int, int, str]:
     if m:
         s = m.end()
     lead_start = s
-    for pattern in (_FILLER_EN, _FILLER_ZH):
-        while True:
+    moved = True
+    while moved:
+        moved = False
+        for pattern in (_FILLER_EN, _FILLER_ZH, _OPENER):
             m = pattern.match(work, s, e)
-            if not m or m.end() == s:
-                break
-            s = m.end()
+            if m and m.end() > s:
+                s, moved = m.end(), True
     lead = work[lead_start:s]
     while e > s and (work[e - 1].isspace() or work[e - 1] in ".,;:!?。，；：！？、…~～\"'）)」』"):
         e -= 1
@@ -390,6 +451,14 @@ _FRAME_AT_END = re.compile(
 )
 
 
+# A frame that introduces the writer's own words, not someone else's.
+_OWN_NEWS = re.compile(
+    r"(?:i\s+)?(?:have\s+to|must|gotta|got\s+to|should)\s+say|let\s+me\s+(?:tell\s+you|say)|i\s+can\s+say"
+    r"|(?:我)?(?:想|要|得)?(?:跟你|和你|给你|跟你们)(?:说|讲)(?:一下|一声)?|我(?:想|要|得)说",
+    _I,
+)
+
+
 def _mood(sentence: str) -> str:
     """``real``; ``assistant_condition`` when every hypothesis is a condition on the assistant ("If you
     recommend something, …": only its constraints stand); else ``hypothetical`` (nothing stands)."""
@@ -415,6 +484,8 @@ def _is_frame(body: str) -> bool:
     docs," / 他说， / 据说，."""
     if _FRAME_START.match(body):
         return True
+    if _OWN_NEWS.fullmatch(body):
+        return False  # "I have to say," / 跟你说，: the writer's own words follow
     return bool(_FRAME_AT_END.search(body)) and not _FIRST_PERSON_START.match(body)
 
 
@@ -723,6 +794,7 @@ _PEOPLE_ZH = (
     r"男朋友|女朋友|男友|女友|对象|哥哥|姐姐|弟弟|妹妹|家人|爷爷|奶奶|外公|外婆|室友|邻居|同学|老师|领导|经理|客户|"
     r"猫|狗|宠物|团队|组员|下属|上司|闺蜜|兄弟"
 )
+_WE_SUBJECT_ZH = re.compile(r"^我(?:和|跟|与|同)(?:我的?|我们的?)?(?:" + _PEOPLE_ZH + r")(?:们)?(?:一起)?(?=\S)")
 
 
 # "Budget: 8000", "Location - Berlin", 预算：5000: a slot written as a labelled field.
@@ -1183,7 +1255,10 @@ _LIKE_EN = re.compile(
     r"^" + _SUBJ_ADV_EN + r"(?:love|like|enjoy|adore|prefer|fancy|dig|"
     r"(?:am|'m|are|'re)\s+(?:really\s+|so\s+|very\s+|quite\s+)?(?:(?:a\s+)?(?:big\s+|huge\s+|massive\s+|great\s+)?fan\s+of"
     r"|into|passionate\s+about|crazy\s+about|obsessed\s+with|fond\s+of|keen\s+on|addicted\s+to|a\s+sucker\s+for"
-    r"|partial\s+to|in\s+love\s+with|interested\s+in)|(?:'d|would)\s+(?:much\s+)?(?:prefer|rather\s+(?:have|use|go\s+with|do|eat|take)))"
+    r"|partial\s+to|in\s+love\s+with|interested\s+in|all\s+about|hooked\s+on|fascinated\s+by|drawn\s+to|big\s+on)"
+    r"|(?:'ve|\s+have)\s+" + _ADV_EN + r"(?:loved|enjoyed|liked|been\s+(?:really\s+|so\s+)?(?:into|passionate\s+about"
+    r"|(?:a\s+)?(?:big\s+|huge\s+)?fan\s+of|fascinated\s+by|interested\s+in|obsessed\s+with|drawn\s+to))"
+    r"|have\s+(?:a\s+)?(?:soft\s+spot|passion|real\s+passion|weakness|thing)\s+for|can't\s+get\s+enough\s+of|(?:'d|would)\s+(?:much\s+)?(?:prefer|rather\s+(?:have|use|go\s+with|do|eat|take)))"
     r"\s+(?P<o>\S.*)$",
     _I,
 )
@@ -1195,6 +1270,21 @@ _DISLIKE_EN = re.compile(
     r"|no\s+fan\s+of|not\s+(?:really\s+|very\s+|that\s+)?interested\s+in)|(?:'d|would)\s+(?:much\s+)?(?:prefer|rather)\s+not(?:\s+to)?|prefer\s+not\s+to)\s+(?P<o>\S.*)$",
     _I,
 )
+# "I'm a huge Star Wars fan": the object between the article and "fan".
+_FAN_EN = re.compile(
+    r"^" + _BE + r"\s+" + _ADV_EN + r"(?:a|an)\s+(?:big|huge|massive|great|total|die-?hard|lifelong|long-?time|major)"
+    r"\s+(?P<o>[\w'-]+(?:\s+[\w'-]+){0,3}?)\s+fan$",
+    _I,
+)
+# What a liking of the other person's thing looks like: "their work", "the colour and texture", "the freedom
+# it brings" — a compliment on what was just shown, nothing to remember about the writer.
+_WEAK_LIKE_OBJECT = re.compile(
+    r"^(?:their|his|her|its|theirs|hers)\b"
+    r"|^the\s+(?:[\w-]+\s+)?(?:" + QUALITY_NOUNS_EN + r")\b(?!.*\b(?:of|in|at|from|about)\b)"
+    r"|\b(?:it|they|he|she|this|that|you)\s+(?:brings?|has|have|gives?|makes?|creates?|adds?|shows?|had|gave|made"
+    r"|brought|does|did|put|puts)\b",
+    _I,
+)
 _FAVOURITE_EN = [
     re.compile(
         r"^(?:my|our)\s+(?:all[- ]time\s+|absolute\s+|very\s+)?fav(?:ou?rite|e|orite)?"
@@ -1203,7 +1293,8 @@ _FAVOURITE_EN = [
     ),
     re.compile(
         r"^(?P<o>(?:[\w'-]+\s+){0,3}[\w'-]+)\s+(?:is|are|'s)\s+(?:definitely\s+|probably\s+|still\s+|really\s+)?"
-        r"(?:my|our)\s+(?:all[- ]time\s+|absolute\s+)?fav(?:ou?rite|e|orite)?(?:\s+(?P<k>[\w-]+(?:\s+[\w-]+)?))?$",
+        r"(?:my|our)\s+(?:all[- ]time\s+|absolute\s+)?(?:fav(?:ou?rite|e|orite)?(?:\s+(?P<k>[\w-]+(?:\s+[\w-]+)?))?"
+        r"|(?:(?:true|real|biggest|greatest|big|new)\s+)?(?:passion|thing|jam|happy\s+place|guilty\s+pleasure))$",
         _I,
     ),
 ]
@@ -1218,10 +1309,16 @@ def _preference_en(b: _Body, ctx: _Context) -> list[_Hit]:
     for polarity, pattern in readings:
         m = pattern.match(f)
         if m:
-            obj = _phrase(r, f, m.start("o"), max_words=8, preference=True)
-            if not obj:
+            obj = _phrase(r, f, m.start("o"), max_words=10, preference=True)
+            if not obj or _WEAK_LIKE_OBJECT.search(obj):
                 return []
             return [_Hit("preference", _bonus(CONF_PREFERENCE, b), profile=_profile("preference", obj, polarity))]
+    m = _FAN_EN.match(f)
+    if m:
+        obj = r[m.start("o") : m.end("o")]
+        if _PRONOUN_EN.match(obj) or _YOU_EN.search(obj):
+            return []
+        return [_Hit("preference", _bonus(CONF_PREFERENCE, b), profile=_profile("preference", obj))]
     for pattern in _FAVOURITE_EN:
         m = pattern.match(f)
         if m:
@@ -1230,7 +1327,7 @@ def _preference_en(b: _Body, ctx: _Context) -> list[_Hit]:
             )
             if not obj or (m.start("o") == 0 and _PRONOUN_EN.match(obj)):
                 return []
-            of = m.group("k")
+            of = m.groupdict().get("k")
             key = slug("favorite " + of) if of else None
             return [_Hit("preference", _bonus(CONF_PREFERENCE, b), profile=_profile("preference", obj, key=key))]
     return []
@@ -1479,7 +1576,8 @@ _GOAL_EN = re.compile(
     r"|plan\s+on|(?:am|'m|are|'re)\s+(?:(?:planning|hoping|trying|looking|aiming|determined|working\s+hard)\s+to"
     r"|planning\s+on|aiming\s+for|saving\s+(?:up\s+)?(?:for|to))|(?:am|'m|are|'re)\s+(?:going\s+to|gonna)|intend\s+to|hope\s+to|aim\s+to|aim\s+for"
     r"|need\s+to|wish\s+to|dream\s+of|(?:'ve|have)\s+(?:always\s+)?(?:wanted|been\s+wanting)\s+to"
-    r"|(?:am|'m|are|'re)\s+working\s+towards?)"
+    r"|(?:am|'m|are|'re)\s+working\s+towards?|(?:am|'m|are|'re)\s+(?:finally\s+|so\s+|more\s+than\s+)?ready\s+to"
+    r"|(?:am|'m|are|'re)\s+(?:seriously\s+)?(?:thinking\s+(?:about|of)|considering)(?=\s+[a-z]+ing\b))"
     r"|(?:my|our)\s+(?:main\s+|big\s+|ultimate\s+|long-term\s+|short-term\s+|current\s+|next\s+|new\s+)?"
     r"(?:goal|goals|plan|aim|dream|objective|ambition|mission|target|resolution|priority|hope)\s+(?:is|are|'s|for\s+\S+\s+is)"
     r"(?:\s+to)?)\s+(?P<o>\S.*)$",
@@ -1494,10 +1592,20 @@ _GOAL_OBJECT_BLOCK = re.compile(
     r"|the\s+same|too|as\s+well|more|much|anything|something|nothing|everything|stuff|one)\b",
     _I,
 )
+# Asking for help ("I'm trying to figure out how…") and savouring a moment ("I want to savor the good vibes")
+# are no aims about the writer's life.
+_PASSING_GOAL = re.compile(
+    r"(?:figure\s+out|find\s+out|work\s+out\s+(?:how|what|which|whether|if)|decide\s+(?:how|what|which|whether|if"
+    r"|between)|choose\s+between|wrap\s+my\s+head|savou?r|cherish|treasure|soak\s+(?:up|in)|bask|appreciate"
+    r"|enjoy\s+(?:the|every|all|this|it|these|those|my|our)|feel|spread\s+(?:the|some|good)|hold\s+on|relax|unwind"
+    r"|chill|take\s+it\s+easy|breathe|remember\s+(?:this|that|the)|capture|celebrate\s+(?:this|that|it))\b",
+    _I,
+)
 # A goal that points at the conversation ("make something like this", "help make that happen") cannot
 # be understood later, away from it.
 _DEICTIC = re.compile(
-    r"\b(?:it|these|those|them)\b|\bthis\b(?!\s+(?:year|week|month|weekend|summer|winter|spring|fall|autumn|morning"
+    r"\b(?:it|them|ones)\b|\b(?:these|those)\b(?!\s+(?!(?:are|were|is|was|will|would|can|could|have|had|do|did"
+    r"|things?|ones?|guys?|two|days)\b)[a-z]{3,})|\bthis\b(?!\s+(?:year|week|month|weekend|summer|winter|spring|fall|autumn|morning"
     r"|evening|afternoon|time|semester|quarter|season))|\b(?:make|do|like|about|with|for|see|try|on|into|of|to|is|get|help)\s+that\b"
     r"|\bthat\s*$",
     _I,
@@ -1535,7 +1643,7 @@ def _goal_en(b: _Body, ctx: _Context) -> list[_Hit]:
     if not m:
         return []
     head = f[: m.start("o")].lower()
-    if _GOAL_OBJECT_BLOCK.match(f, m.start("o")):
+    if _GOAL_OBJECT_BLOCK.match(f, m.start("o")) or _PASSING_GOAL.match(f, m.start("o")):
         return []
     if re.search(r"(?:going\s+to|gonna)\s*$", head) and _GOING_TO_BLOCK.match(f, m.start("o")):
         return []
@@ -1601,6 +1709,8 @@ _HABIT_EN = re.compile(
     r"\s+(?P<o>\S.*)$",
     _I,
 )
+# What "my … is to X" names is a goal (read by the goal patterns or not at all), never a plain fact.
+_GOAL_WORDS_EN = r"goals?|plans?|aim|dream|dreams|objective|ambition|mission|target|resolution|priority|wish"
 _MY_X_IS_EN = re.compile(r"^(?:my|our)\s+(?P<x>[\w-]+(?:\s+[\w-]+){0,2}?)\s+(?:is|are|'s)\s+(?P<o>\S.*)$", _I)
 _WORK_EN = re.compile(
     r"^i\s+" + _ADV_EN + r"(?:work|'m\s+working|am\s+working)\s+(?:in|from|remotely|part[- ]time|full[- ]time|nights"
@@ -1648,18 +1758,94 @@ def _fact_en(b: _Body, ctx: _Context) -> list[_Hit]:
     m = _MY_X_IS_EN.match(f)
     if m:
         x = m.group("x").lower()
-        if re.search(r"\b(?:" + _PEOPLE_EN + r"|" + _DISCOURSE_EN + r")\b", x):
+        if re.search(r"\b(?:" + _PEOPLE_EN + r"|" + _DISCOURSE_EN + r"|" + _GOAL_WORDS_EN + r")\b", x):
             return []
         if re.match(r"^(?:not|no\s+longer|never|n't)\b", m.group("o"), _I) or _GOING.match(m.group("o")):
             return []
         ok = _phrase(r, f, m.start("o"), max_words=10) is not None
         return [_fact(b, CONF_FACT)] if ok else []
-    return []
+    return _activity_en(b)
 
 
 def _fact(b: _Body, conf: float) -> _Hit:
     """A keyless fact; it may be the reason of a constraint after it in its sentence."""
     return _Hit("fact", _bonus(conf, b), absorbable=True)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# English: what the writer did, does and used to do (conversation)
+# ---------------------------------------------------------------------------------------------------------
+# Plain reports of the writer's life, tried after every other fact: "I just contacted my mentor", "We went
+# biking", "I've finished my thesis", "I'm running for office again", "I was hiking with my kids", "I used
+# to compete in dance competitions", "I'm in talks with a sponsor". A verb of thought, feeling, perception
+# or speech ("I thought…", "I loved it", "I'm kidding") reports no event; the object must be a thing, not
+# "it/that/you"; a negation never passes (no adverb list holds "not"/"never"). Past and ongoing events are
+# the loosest reading (``CONF_EVENT``); being part of something is a plain fact.
+
+_PAST_EN = re.compile(
+    r"^" + _SUBJ_ADV_EN + r"(?!(?:" + NOT_EVENT_VERBS_EN + r")\b)"
+    r"(?P<v>[a-z]+[^e\W]ed|" + PAST_IRREGULAR_EN + r")\b(?!')(?P<o>.*)$",
+    _I,
+)
+_PERFECT_EN = re.compile(
+    r"^" + _SUBJ + r"(?:'ve|\s+have)\s+" + _ADV_EN + r"(?!(?:" + NOT_EVENT_VERBS_EN + r")\b)"
+    r"(?P<v>[a-z]+[^e\W]ed|" + PARTICIPLE_IRREGULAR_EN + r")\b(?!')(?P<o>.*)$",
+    _I,
+)
+_PROGRESSIVE_EN = re.compile(
+    r"^(?:" + _BE + r"|" + _SUBJ + r"\s+(?:was|were))\s+" + _ADV_EN + r"(?!(?:" + NOT_ACTIVITY_EN + r"|about\s+to)\b)"
+    r"(?P<v>[a-z]{2,}ing)\b(?!')(?P<o>.*)$",
+    _I,
+)
+_USED_TO_EN = re.compile(
+    r"^" + _SUBJ_ADV_EN + r"used\s+to\s+(?!(?:live|be|work|like|love|hate|enjoy|prefer|eat|think|believe|want|have"
+    r"|own|feel|know|say|call|get|do|go\s+to\s+(?:work|school))\b)(?P<v>[a-z]+)\b(?P<o>.*)$",
+    _I,
+)
+_INVOLVED_EN = re.compile(
+    r"^(?:"
+    + _BE
+    + r"|"
+    + _SUBJ
+    + r"(?:'ve|\s+have)\s+"
+    + _ADV_EN
+    + r"been)\s+"
+    + _ADV_EN
+    + r"(?:involved\s+(?:in|with)"
+    r"|part\s+of|a\s+(?:proud\s+)?member\s+of|in\s+talks\s+with|active\s+in|enrolled\s+in|signed\s+up\s+(?:for|with)"
+    r"|registered\s+for|a\s+volunteer\s+(?:at|with|for)|a\s+regular\s+at)\s+(?P<o>\S.*)$",
+    _I,
+)
+# Events whose report needs no object ("I graduated!", "We got married").
+_NO_OBJECT_EVENT = re.compile(
+    r"^(?:graduated|retired|quit|relocated|resigned|won|moved|got\s+(?:married|engaged|divorced|promoted|hired))$", _I
+)
+# Objects that make a past form a phrase, not an event: "got lucky", "made a mistake", "went well".
+_PAST_OBJECT_BLOCK = re.compile(
+    r"\s*(?:lucky|well|badly|wrong|right|home|a\s+mistake|a\s+while|a\s+(?:minute|second|moment)|me|us|him|her"
+    r"|some\s+sleep|to\s+bed|crazy|nervous|excited|scared|emotional|sick|upset|mad|tired|bored|curious|carried)\b",
+    _I,
+)
+
+
+def _activity_en(b: _Body) -> list[_Hit]:
+    """What the writer did, is doing, was doing or used to do, or is part of (see the section above)."""
+    f, r = b.fold, b.raw
+    m = _INVOLVED_EN.match(f)
+    if m:
+        obj = _phrase(r, f, m.start("o"), max_words=12)
+        return [_fact(b, CONF_FACT)] if obj and not _DEICTIC.search(obj) else []
+    for pattern in (_USED_TO_EN, _PERFECT_EN, _PAST_EN, _PROGRESSIVE_EN):
+        m = pattern.match(f)
+        if not m:
+            continue
+        if _PAST_OBJECT_BLOCK.match(m.group("o")) or _YOU_EN.search(m.group("o")):
+            return []
+        if not m.group("o").strip(" .,!"):
+            return [_fact(b, CONF_EVENT)] if _NO_OBJECT_EVENT.match(m.group("v")) else []
+        obj = _phrase(r, f, m.start("o"), max_words=14)
+        return [_fact(b, CONF_EVENT)] if obj and not _DEICTIC.search(obj) else []
+    return []
 
 
 _EN_MATCHERS: tuple[_Matcher, ...] = (
@@ -1902,6 +2088,11 @@ _INTEREST_ZH = re.compile(
 )
 _FAVOURITE_ZH = re.compile(_ZH_SUBJ_ADV + r"(?:最喜欢|最爱)的\s*(?P<k>[^是，,。]{1,10}?)\s*(?:是|就是)\s*(?P<o>.+)$")
 _FAVOURITE_ZH_2 = re.compile(r"^(?P<o>[^，,。是]{1,16}?)\s*是我(?:们)?的最爱$")
+# 我是(个)(超级/忠实)X迷 / X的粉丝 / X爱好者: a liking said as who one is.
+_FAN_ZH = re.compile(
+    _ZH_SUBJ_ADV + r"(?:一个|一名|个|名)?(?:超级|忠实|铁杆|资深|狂热|十足的|骨灰级)?(?:的)?\s*"
+    r"(?P<o>[^，,。的是]{1,10}?)\s*(?:迷|的粉丝|粉丝|爱好者|发烧友)$"
+)
 
 
 def _preference_zh(b: _Body, ctx: _Context) -> list[_Hit]:
@@ -1929,6 +2120,12 @@ def _preference_zh(b: _Body, ctx: _Context) -> list[_Hit]:
             if obj and not _PRONOUN_ZH.match(obj)
             else []
         )
+    m = _FAN_ZH.match(f)
+    if m and "是" in f[: m.start("o")]:
+        obj = r[m.start("o") : m.end("o")].strip()
+        if len(obj) >= 2 and not _PRONOUN_ZH.match(obj):
+            return [_Hit("preference", _bonus(CONF_PREFERENCE, b), profile=_profile("preference", obj))]
+        return []
     m = _INTEREST_ZH.match(f)
     if m:
         obj = _zh_value(r, f, m, "o")
@@ -2061,8 +2258,8 @@ def _decision_zh(b: _Body, ctx: _Context) -> list[_Hit]:
 
 
 _GOAL_ZH = re.compile(
-    _ZH_SUBJ_ADV
-    + r"(?P<verb>想要|想|要|打算|计划|准备|希望|梦想着|梦想|一直想|正在努力|努力|争取|需要|渴望|立志|决心)\s*(?P<o>.+)$"
+    _ZH_SUBJ_ADV + r"(?P<verb>准备好了要|准备好要|准备好了|准备好|在考虑|正在考虑|考虑|想要|想|要|打算|计划|准备|希望|"
+    r"梦想着|梦想|一直想|正在努力|努力|争取|需要|渴望|立志|决心)\s*(?P<o>.+)$"
     r"|^(?:我的|我们的)?(?:目标|计划|梦想|愿望|心愿|理想|小目标)(?:是|就是|：|:)\s*(?P<o2>.+)$"
 )
 _GOAL_BLOCK_ZH = re.compile(
@@ -2094,13 +2291,19 @@ _FACT_ZH = [
         _ZH_SUBJ_ADV + r"(?:有|养了|养着|养|有了)\s*(?:一|两|二|三|四|五|六|七|八|九|十|几|\d{1,3})\s*"
         r"(?:个|只|条|位|台|辆|套|名|家|所|匹|头)\S+"
     ),
-    re.compile(_ZH_SUBJ_ADV + r"(?:在|正在)(?:学|学习|自学|练|练习|研究|备考|读|写|开发|经营|运营|带)\S+"),
+    re.compile(_ZH_SUBJ_ADV + r"(?:在|正在)(?:" + ACTIVITY_VERBS_ZH + r")\S+"),
     re.compile(
-        r"^我(?:们)?(?:刚|刚刚|最近|上周|上个月|昨天|前几天|今年|去年|已经)?(?:去了|去过|从\S{1,10}回来|搬到了|开始了|加入了|买了|报名了|"
-        r"毕业了|毕业于|结婚了|换了|领养了|收养了|参加了|退休了|辞职了|考上了|拿到了)\S*"
+        r"^我(?:们)?(?:刚|刚刚|最近|上周|上个月|昨天|前几天|今年|去年|已经|也|还|终于|之前|一起)*"
+        r"(?:" + EVENT_VERBS_ZH + r")\S*"
     ),
     re.compile(_ZH_SUBJ_ADV + r"是(?:一个|一名|一位|个|名|位)?\s*(?P<np>[^，,。！!？?]{1,12})$"),
 ]
+# 我以前经常去健身房 / 我小时候学过钢琴: a habit or an episode of the writer's past (a past state, 我以前住在北京
+# / 我以前是老师, says nothing true now, and a negation nothing at all).
+_HABIT_PAST_ZH_RE = re.compile(
+    r"^我(?:们)?" + HABIT_PAST_ZH + r"(?:经常|常常|常|总是|也|还|一直|每周|每天|每年|天天)*"
+    r"(?!是|住|在\S{0,12}(?:工作|上班)|不|没|喜欢|爱|讨厌|觉得|以为|想|认为|也是)(?P<o>[^，,。！!？?]{2,})$"
+)
 _MY_X_IS_ZH = re.compile(r"^我(?:们)?的(?P<x>[^，,。是]{1,8})是\s*(?P<o>.+)$")
 _NP_BLOCK_ZH = re.compile(
     r"^(?:说|想|觉得|问|不是|否|真的|在问|来|要|因为|为了|这样|那样|这么|那么|故意|开玩笑|随便|对的|错的|认真的|的)"
@@ -2120,6 +2323,9 @@ def _fact_zh(b: _Body, ctx: _Context) -> list[_Hit]:
             if _NP_BLOCK_ZH.match(np_) or _PRONOUN_ZH.match(np_) or _ZH_QUESTION.search(np_):
                 return []
         return [_fact(b, CONF_EVENT if i == 2 else CONF_FACT)]
+    m = _HABIT_PAST_ZH_RE.match(f)
+    if m:
+        return [] if _PRONOUN_ZH.match(m.group("o")) else [_fact(b, CONF_EVENT)]
     m = _MY_X_IS_ZH.match(f)
     if m:
         x = m.group("x")
@@ -2158,7 +2364,25 @@ def _body(text: str, fold: str, s: int, e: int, lead: str, correction: bool) -> 
         f = f[: m.start()] + glue + f[m.end() :]
         r = r[: m.start()] + glue + r[m.end() :]
         correction = True
+    f, r = _subject(f, r, lead)
     return _Body(fold=f, raw=r, lead=lead, correction=correction or bool(_CORRECTION.search(lead)))
+
+
+def _subject(f: str, r: str, lead: str) -> tuple[str, str]:
+    """The clause with the subject the patterns expect: "my wife and I" / 我和我老婆 → "we" / 我们; a first
+    person left out ("Love hiking", "Just got a puppy") put back. ``f`` and ``r`` change alike, so offsets
+    between them stay valid (the quote is taken from the text, never from them)."""
+    m = _WE_SUBJECT_EN.match(f) or _WE_SUBJECT_NAME.match(f) or _WE_SUBJECT_ZH.match(f)
+    if m:
+        we = "我们" if f.startswith("我") else "we"
+        return we + f[m.end() :], we + r[m.end() :]
+    if f[:1].isascii() and f[:1].isalpha():
+        just = bool(re.search(r"\bjust\s*$", lead, _I))
+        m = _ELLIDED_EN.match(("just " + f) if just else f)
+        if m:
+            lead_in = "i " if m.group("like") or m.group("past") else "i've " if m.group("been") else "i'm "
+            return lead_in + f, lead_in + r
+    return f, r
 
 
 def _classify(b: _Body, ctx: _Context) -> tuple[_Hit, ...]:
@@ -2196,7 +2420,8 @@ def _sentence_clauses(
         if s >= e:  # only filler: a marker clause
             correction_next = correction_next or bool(_CORRECTION.search(lead))
             continue
-        body = _body(text, fold, s, e, lead, correction_next)
+        timed = _TIME_LEAD.match(work, s, e)
+        body = _body(text, fold, timed.end() if timed else s, e, lead, correction_next)
         correction_next = False
         clause = _Clause(start=s, end=e, body=body)
         clause.question = _is_question(body.fold, piece_q)

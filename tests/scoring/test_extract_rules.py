@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from scoring import extract_lexicon
 from scoring.extract_rules import SLOTS, VERSION, extract, slug
 from scoring.extraction import MAX_QUOTE_CHARS, Message, Proposal, check
 
@@ -401,6 +402,146 @@ def test_filler_is_trimmed_from_the_quote() -> None:
     assert only("Oh, I love sushi!").quote == "I love sushi"
     assert only("嗯，我喜欢猫").quote == "我喜欢猫"
     assert only("- I live in Oslo").quote == "I live in Oslo"
+
+
+# --- conversation: first-person statements after a time or a greeting, shared subjects, past and ongoing
+# activity, habits, likings and goals said in passing -------------------------------------------------------
+
+# (text, type, quote): the one record and its exact quote
+CONVERSATION_CASES: list[tuple[str, str, str]] = [
+    # a time before the subject: kept in the quote
+    ("Just yesterday I joined a nearby church.", "fact", "yesterday I joined a nearby church"),
+    ("Last week I started a pottery class.", "fact", "Last week I started a pottery class"),
+    ("A few days ago we adopted a puppy!", "fact", "A few days ago we adopted a puppy"),
+    ("This summer I'm learning to surf", "fact", "This summer I'm learning to surf"),
+    ("上周我参加了一个马拉松", "fact", "上周我参加了一个马拉松"),
+    ("昨天我去了博物馆", "fact", "昨天我去了博物馆"),
+    # greetings and frames of the writer's own news: dropped from the quote
+    (
+        "Hey John! Haven't talked in a few days, wanted to let you know I joined a travel club!",
+        "fact",
+        "I joined a travel club",
+    ),
+    ("I'm happy to say I finished my first marathon", "fact", "I finished my first marathon"),
+    ("Guess what, I got promoted!", "fact", "I got promoted"),
+    ("Just wanted to share that I started a new job", "fact", "I started a new job"),
+    ("跟你说，我加入了一个读书会", "fact", "我加入了一个读书会"),
+    ("想告诉你我加入了一个读书会", "fact", "我加入了一个读书会"),
+    # a subject of several people that includes the writer
+    ("My wife and I were hiking in the Alps.", "fact", "My wife and I were hiking in the Alps"),
+    ("Me and my kids went camping last weekend", "fact", "Me and my kids went camping last weekend"),
+    ("My wife and I love board games", "preference", "My wife and I love board games"),
+    ("我和我老婆去了日本", "fact", "我和我老婆去了日本"),
+    # habits of the past
+    ("I used to compete in a few dance competitions", "fact", "I used to compete in a few dance competitions"),
+    ("我以前经常去健身房", "fact", "我以前经常去健身房"),
+    ("我小时候学过钢琴", "fact", "我小时候学过钢琴"),
+    # likings
+    ("I'm all about dramas and romcoms.", "preference", "I'm all about dramas and romcoms"),
+    ("I'm a huge Star Wars fan", "preference", "I'm a huge Star Wars fan"),
+    ("Dancing is my passion", "preference", "Dancing is my passion"),
+    ("I've always loved the ocean", "preference", "I've always loved the ocean"),
+    ("Love experimenting with spices.", "preference", "Love experimenting with spices"),
+    ("I love the energy, diversity, and awesome food of this city.", "preference",
+     "I love the energy, diversity, and awesome food of this city"),
+    ("我是周杰伦的粉丝", "preference", "我是周杰伦的粉丝"),
+    # what the writer did, is doing or is part of
+    ("I just signed up Nike for a basketball shoe deal.", "fact", "I just signed up Nike for a basketball shoe deal"),
+    ("I'm also in talks with Gatorade", "fact", "I'm also in talks with Gatorade"),
+    ("I just contacted my mentor for adoption advice.", "fact", "I just contacted my mentor for adoption advice"),
+    ("I've been involved in some charity work", "fact", "I've been involved in some charity work"),
+    ("I'm running for office again.", "fact", "I'm running for office again"),
+    ("I've finished my thesis!", "fact", "I've finished my thesis"),
+    ("Just got some new shoes, too!", "fact", "got some new shoes"),
+    ("我正在准备考研", "fact", "我正在准备考研"),
+    # plans and aims
+    ("I'm ready to be a mom", "goal", "I'm ready to be a mom"),
+    ("We're thinking about going camping next month", "goal", "We're thinking about going camping next month"),
+    ("My dream is to create a safe and loving home for these kids.", "goal",
+     "My dream is to create a safe and loving home for these kids"),
+    ("我准备好当妈妈了", "goal", "我准备好当妈妈了"),
+    ("我们在考虑下个月去露营", "goal", "我们在考虑下个月去露营"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("text", "kind", "quote"), CONVERSATION_CASES, ids=[c[0] for c in CONVERSATION_CASES])
+def test_conversational_statements(text: str, kind: str, quote: str) -> None:
+    p = only(text)
+    assert (p.type, p.quote, p.key, p.hard) == (kind, quote, None, False)
+    grounded(text, [p])
+
+
+def test_past_events_rank_below_plain_facts() -> None:
+    assert only("I just joined a travel club").confidence < only("I'm in talks with a sponsor").confidence
+
+
+def test_a_list_after_and_stays_in_the_object() -> None:
+    p = only("I love the energy, diversity, and awesome food of this city.")
+    assert p.profile is not None and p.profile.value == "the energy, diversity, and awesome food of this city"
+
+
+# Statements of the new kinds that must still yield nothing: compliments on the other's thing, asking for
+# help, savouring a moment, reports of thought or feeling, someone else's deeds, negations, past states.
+CONVERSATION_NOTHING = [
+    "I love their work",
+    "I love the freedom and connection it brings",
+    "I love the color and texture",
+    "I'm trying to figure out how to pick the right ones",
+    "I want to savor all the good vibes",
+    "I thought about it a lot.",
+    "I loved it!",
+    "I noticed your new haircut",
+    "I'm doing well, thanks",
+    "I'm thinking of you",
+    "I'm kidding",
+    "I saw your post",
+    "I got lucky",
+    "I made it!",
+    "I'm not running for office again.",
+    "I never joined the club.",
+    "He joined a travel club.",
+    "My wife joined a travel club.",
+    "Yesterday he went to the museum.",
+    "I used to be a teacher.",
+    "I was wondering about that.",
+    "Got it.",
+    "Love you!",
+    "我以前住在北京",
+    "我以前是老师",
+    "他上周去了博物馆",
+    "He said, I love jazz.",
+    "If I joined the club, I'd go every week.",
+    "Did you join the club?",
+    "I won't give up!",
+    "Love the tattoo, did you just get it?",
+    "Love and acceptance should be everyone's right.",
+]
+# Once wrongly stored as hard constraints.
+NO_CONSTRAINT = [
+    "No doubts",
+    "I've never been to something like that",
+    "I don't have big plans anyway",
+    "Finally, I don't have to stress about it",
+]
+
+
+@pytest.mark.parametrize("text", CONVERSATION_NOTHING)
+def test_conversational_negatives_yield_nothing(text: str) -> None:
+    assert extract(text) == []
+
+
+@pytest.mark.parametrize("text", NO_CONSTRAINT)
+def test_no_constraint(text: str) -> None:
+    assert not [p for p in extract(text) if p.type == "constraint"]
+
+
+def test_lexicon_sources_compile_and_match_no_empty_string() -> None:
+    import re
+
+    names = [n for n in dir(extract_lexicon) if n.isupper() and isinstance(getattr(extract_lexicon, n), str)]
+    assert len(names) >= 10
+    for name in names:
+        assert not re.fullmatch(getattr(extract_lexicon, name), ""), name
 
 
 # --- what must yield nothing ------------------------------------------------------------------------------
