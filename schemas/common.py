@@ -8,7 +8,7 @@ import unicodedata
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, AwareDatetime, BeforeValidator, ConfigDict, Field, StringConstraints
+from pydantic import AfterValidator, AwareDatetime, BeforeValidator, ConfigDict, Field, Strict, StringConstraints
 from pydantic import BaseModel as _PydanticBase
 
 # PostgreSQL text cannot hold NUL, and lone surrogates cannot be encoded as UTF-8: both would fail deep
@@ -91,7 +91,8 @@ Identifier = Annotated[str, StringConstraints(min_length=1, max_length=128, patt
 SlotKey = Annotated[str, StringConstraints(min_length=1, max_length=200, pattern=KEY_PATTERN)]
 Domain = Annotated[str, StringConstraints(min_length=1, max_length=64, pattern=ID_PATTERN)]
 JsonValue = Annotated[Any, AfterValidator(check_json)]
-Confidence = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)]
+# Strict: a JSON number only (true/false or "0.5" is a mistake to report, not a value to coerce).
+Confidence = Annotated[float, Strict(), Field(ge=0.0, le=1.0, allow_inf_nan=False)]
 
 
 class StrictModel(_PydanticBase):

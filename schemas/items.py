@@ -6,7 +6,7 @@ import uuid
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, ConfigDict, Field, StringConstraints, model_validator
+from pydantic import AfterValidator, ConfigDict, Field, Strict, StringConstraints, model_validator
 
 from schemas.common import (
     Confidence,
@@ -46,7 +46,7 @@ WritableStatus = Literal["available", "verified", "missing"]
 # The schema's ceiling; the service's limit is the setting CTXMEM_MAX_CONTENT_CHARS (32,000 by default),
 # checked with a message naming it. The request body limit (CTXMEM_MAX_BODY_BYTES) bounds both.
 MAX_CONTENT_CHARS = 1_000_000
-FiniteFloat = Annotated[float, Field(allow_inf_nan=False)]
+FiniteFloat = Annotated[float, Strict(), Field(allow_inf_nan=False)]  # a JSON number, never true/false
 Content = Annotated[
     SafeText, StringConstraints(min_length=1, max_length=MAX_CONTENT_CHARS), AfterValidator(check_nonblank)
 ]

@@ -6,7 +6,7 @@ import uuid
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, ConfigDict, Field, StringConstraints
+from pydantic import AfterValidator, ConfigDict, Field, Strict, StringConstraints
 from pydantic.config import JsonDict
 
 from schemas.common import (
@@ -85,7 +85,7 @@ class ObservationCreate(StrictModel):
     note: Annotated[SafeText, StringConstraints(max_length=2000)] | None = Field(
         None, description="Free text kept with the evidence (shown to operators)", examples=["said so in chat"]
     )
-    weight: float = Field(
+    weight: Annotated[float, Strict()] = Field(
         1.0,
         gt=0,
         le=1,
