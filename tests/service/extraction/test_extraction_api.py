@@ -367,3 +367,31 @@ async def test_with_extraction_off_messages_wait_and_ending_the_session_removes_
         assert (await c.get("/v1/users/off/sessions/s2/messages", headers=h)).json()["items"] == []
         learned = await items(c, h, "off", extracted_by="any", include_superseded="true")
         assert not any("Rome" in i["content"] for i in learned)  # kept only in the session's episode
+
+
+async def test_a_user_correction_or_an_explicit_write_retires_a_learned_item(
+    client: httpx.AsyncClient, tenant: TenantKeys
+) -> None:
+    h = tenant.agent
+    body = {"messages": [{"role": "user", "content": "I live in Porto. Never suggest night flights."}]}
+    r = await client.post("/v1/users/fix/extract", json=body, headers=h)
+    assert r.status_code == 200, r.text
+    learned = {rec["type"]: rec["item"] for rec in r.json()["records"]}
+    # The user's own word on the slot outranks what was inferred (authority user > inferred).
+    r = await client.post(
+        "/v1/users/fix/items",
+        json={"type": "fact", "content": "Lives in Lisbon.", "key": "location", "value": "lisbon", "source": "user"},
+        headers=h,
+    )
+    assert r.status_code == 201 and r.json()["resolution"]["rule"] == "authority", r.text
+    # A correction retires the learned hard constraint (a user item outranks an inferred one).
+    fix = {
+        "type": "constraint",
+        "content": "Night flights are fine.",
+        "source": "user",
+        "corrects": learned["constraint"]["id"],
+    }
+    r = await client.post("/v1/users/fix/items", json=fix, headers=h)
+    assert r.status_code == 201, r.text
+    old = {i["id"]: i for i in await items(client, h, "fix", include_superseded="true", extracted_by="any")}
+    assert old[learned["fact"]["id"]]["status"] == old[learned["constraint"]["id"]]["status"] == "superseded"
