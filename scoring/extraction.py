@@ -1,6 +1,6 @@
 """What any extractor's proposals must pass before they are stored (docs/design.md §3.9).
 
-An extractor (the rules of ``scoring/extract_rules.py``, or a language model) *proposes* records; these
+An extractor (the rules of ``scoring/extract_rules/``, or a language model) *proposes* records; these
 rules decide, whatever it says, which proposals become records:
 
 - **Grounded**: the proposal's quote is found, after Unicode NFC and whitespace normalisation, as a span of

@@ -13,7 +13,7 @@ from service.settings import Settings
 
 
 class RulesExtractor:
-    """``scoring/extract_rules.py`` over each user message of the batch (the others are not read: the rules
+    """``scoring/extract_rules/`` over each user message of the batch (the others are not read: the rules
     know nothing about anyone but the speaker)."""
 
     name = "rules"

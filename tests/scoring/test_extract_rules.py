@@ -1,4 +1,4 @@
-"""The ``rules`` extractor (scoring/extract_rules.py): what it proposes for plain first-person statements in
+"""The ``rules`` extractor (scoring/extract_rules/): what it proposes for plain first-person statements in
 English and Chinese, and — the harder half — what it must leave alone: questions, hypotheses, other
 people's words, negated facts, requests to the assistant and generic statements."""
 
@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scoring import extract_lexicon
 from scoring.extract_rules import SLOTS, VERSION, extract, slug
+from scoring.extract_rules import lexicon as extract_lexicon
 from scoring.extraction import MAX_QUOTE_CHARS, Message, Proposal, check
 
 
@@ -483,6 +483,7 @@ def test_a_list_after_and_stays_in_the_object() -> None:
 # Statements of the new kinds that must still yield nothing: compliments on the other's thing, asking for
 # help, savouring a moment, reports of thought or feeling, someone else's deeds, negations, past states.
 CONVERSATION_NOTHING = [
+    "Awesome! Enjoy yourself!",  # a wish to the listener, not the speaker's taste
     "I love their work",
     "I love the freedom and connection it brings",
     "I love the color and texture",

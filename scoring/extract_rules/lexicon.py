@@ -1,4 +1,4 @@
-"""Word lists of the ``rules`` extractor (``scoring/extract_rules.py``) for the plain first-person statements
+"""Word lists of the ``rules`` extractor (``scoring/extract_rules/``) for the plain first-person statements
 of conversation: what opens them (a time, a greeting frame), which past and progressive verbs report what the
 writer did, and which ones only report a thought, a feeling or a speech act. Pure data (regular-expression
 sources, lower case, alternatives joined by ``|``): standard library only, no state.
