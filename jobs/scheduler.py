@@ -93,7 +93,7 @@ async def run_scheduler(
     stop = stop or asyncio.Event()
     scheduler = build_scheduler(db, settings, clock=clock or Clock())
     loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         loop.add_signal_handler(sig, stop.set)
     scheduler.start()
     print(f"ctxmem scheduler running: {', '.join(f'{n}={s}' for n, s in sorted(settings.jobs.schedules.items()))}")

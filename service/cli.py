@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import signal
 import sys
 import uuid
 from collections.abc import Awaitable, Callable
@@ -22,8 +23,48 @@ from schemas.jobs import JOB_NAMES
 from service.settings import Settings
 
 ROLES = ("agent", "operator", "admin")
+# Exit codes (docs/operations.md, "Stopping"). 0 also when serve or scheduler is stopped by SIGTERM, SIGINT
+# or SIGHUP; a one-shot command cut short by signal N exits 128 + N, after cleaning up like any other way out.
+EXIT_FAILED = 1  # an error: at start-up (port taken, database unreachable, the app did not start) or later
+EXIT_USAGE = 2  # invalid flags or settings
 EXIT_IN_USE = 3  # ctxmem serve: the data directory's embedded vector index is held by another process
 ONE_PROCESS_BACKENDS = ("edge", "memory", "local")  # vector backends one worker of several could not share
+
+
+class Stopped(SystemExit):
+    """SIGTERM or SIGHUP turned into an exception: the process unwinds — every ``finally``, the embedded
+    PostgreSQL handle given back, exit handlers — instead of dying by the signal with all of it left behind.
+    A SystemExit, so that asyncio re-raises it from whichever task it lands in."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(128 + signum)
+        self.signum = signum
+
+
+def _on_stop_signal(signum: int, frame: object) -> None:
+    _quiet_signals()
+    raise Stopped(signum)
+
+
+def _on_hangup(signum: int, frame: object) -> None:
+    # A hangup stops ctxmem as SIGTERM does: while uvicorn serves, its SIGTERM handler shuts it down
+    # gracefully (it knows only SIGINT and SIGTERM); otherwise ours unwinds.
+    signal.raise_signal(signal.SIGTERM)
+
+
+def _ignore_signal(signum: int, frame: object) -> None:
+    return None
+
+
+def _install_stop_handlers() -> None:
+    signal.signal(signal.SIGTERM, _on_stop_signal)
+    signal.signal(signal.SIGHUP, _on_hangup)
+
+
+def _quiet_signals() -> None:
+    """On the way out: a second signal must not cut the clean-up short (SIGKILL still does)."""
+    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+        signal.signal(sig, _ignore_signal)
 
 
 def _settings(args: argparse.Namespace) -> Settings:
@@ -130,8 +171,19 @@ def cmd_serve(args: argparse.Namespace) -> int:
         **uvicorn_options(settings),
     }
     if workers == 1:
-        uvicorn.run(create_app(settings), **common)
+        try:
+            # SIGINT and SIGTERM (SIGHUP is made a SIGTERM) shut uvicorn down gracefully; it then re-raises the
+            # signal, which our handler turns into Stopped (SIGINT: a KeyboardInterrupt uvicorn swallows).
+            uvicorn.run(create_app(settings), **common)
+        except Stopped:
+            raise
+        except SystemExit as exc:  # uvicorn's start-up failure (port taken, the app's start-up raised)
+            if exc.code in (0, None):
+                return 0
+            print("error: ctxmem serve could not start (the log above says why)", file=sys.stderr)
+            return EXIT_FAILED
         return 0
+    from service.http_server import Supervisor
     from service.workers import export_settings
 
     # uvicorn spawns each worker as a fresh interpreter: the app and the protocol by import string, the
@@ -148,10 +200,20 @@ def cmd_serve(args: argparse.Namespace) -> int:
         shared = SharedCommitPositions.create()
         os.environ[SHARED_POSITIONS_ENV] = str(shared)
     try:
-        uvicorn.run("service.workers:create_worker_app", factory=True, workers=workers, **common)
+        config = uvicorn.Config("service.workers:create_worker_app", factory=True, workers=workers, **common)
+        try:
+            sockets = [config.bind_socket()]
+        except SystemExit:  # uvicorn has logged why (the port is taken, the address is not ours)
+            print("error: ctxmem serve could not listen (the log above says why)", file=sys.stderr)
+            return EXIT_FAILED
+        supervisor = Supervisor(config, sockets=sockets)
+        supervisor.run()
     finally:
         if shared is not None:
             shared.unlink(missing_ok=True)
+    if supervisor.stopped_by is None:  # not stopped by a signal: a worker could not start
+        print("error: ctxmem serve's workers could not start (the log above says why)", file=sys.stderr)
+        return EXIT_FAILED
     return 0
 
 
@@ -385,7 +447,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--workers", type=int, help="API processes (CTXMEM_WORKERS, default: the machine's cores; docs/operations.md)"
     )
-    serve.set_defaults(func=cmd_serve)
+    serve.set_defaults(func=cmd_serve, service=True)
 
     mig = sub.add_parser("migrate", parents=[common], help="apply database migrations")
     mig.set_defaults(func=cmd_migrate)
@@ -417,7 +479,7 @@ def build_parser() -> argparse.ArgumentParser:
     jruns.set_defaults(func=cmd_jobs_runs)
 
     sched = sub.add_parser("scheduler", parents=[common], help="run the job scheduler (any number of replicas)")
-    sched.set_defaults(func=cmd_scheduler)
+    sched.set_defaults(func=cmd_scheduler, service=True)
 
     demo = sub.add_parser("demo", parents=[common], help="run a scripted multi-turn session and show each window")
     demo.add_argument("--turns", type=int, default=16)
@@ -428,19 +490,33 @@ def build_parser() -> argparse.ArgumentParser:
     # prefix_chars="+": every argument after "mcp", --help included, reaches the MCP server's own parser.
     mcp_cmd = sub.add_parser("mcp", add_help=False, prefix_chars="+", help="run the MCP server (stdio or HTTP)")
     mcp_cmd.add_argument("mcp_args", nargs=argparse.REMAINDER, help="ctxmem mcp --help lists them")
-    mcp_cmd.set_defaults(func=cmd_mcp)
+    mcp_cmd.set_defaults(func=cmd_mcp, attaches=False)  # an SDK client: no database, its own signals
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Runs a command; whichever way it ends (done, an error, SIGTERM, SIGINT, SIGHUP) this process's handle
+    on the embedded PostgreSQL is given back — the last holder stops the server — before it exits."""
     args = build_parser().parse_args(argv)
+    service = getattr(args, "service", False)  # serve, scheduler: a stop signal is how they end: exit 0
+    attaches = getattr(args, "attaches", True)
+    if attaches:
+        _install_stop_handlers()
     try:
         return int(args.func(args))
+    except Stopped as stop:
+        return 0 if service else int(stop.code or 0)
     except ValidationError as exc:
         print(f"error: invalid settings: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     except KeyboardInterrupt:
-        return 130
+        return 0 if service else 128 + signal.SIGINT
+    finally:
+        if attaches:
+            _quiet_signals()
+            from service.db.embedded import release_embedded
+
+            release_embedded()
 
 
 if __name__ == "__main__":

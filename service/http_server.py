@@ -17,10 +17,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
+import signal
 from typing import Any
 
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
+from uvicorn.supervisors.multiprocess import Multiprocess
 
 from service.errors import PROBLEM_JSON, problem_type
 from service.settings import Settings
@@ -181,3 +184,24 @@ def uvicorn_options(settings: Settings) -> dict[str, Any]:
         "h11_max_incomplete_event_size": settings.server.max_header_bytes,
         "server_header": False,
     }
+
+
+class Supervisor(Multiprocess):
+    """uvicorn's supervisor of ``ctxmem serve --workers N``, where SIGHUP stops the server as SIGTERM and
+    SIGINT do (uvicorn's would replace the workers), as it stops a server of one process; and which knows
+    the signal that stopped it (``None``: it stopped because a worker could not start)."""
+
+    stopped_by: int | None = None
+
+    def handle_int(self) -> None:
+        self.stopped_by = self.stopped_by or signal.SIGINT
+        super().handle_int()
+
+    def handle_term(self) -> None:
+        self.stopped_by = self.stopped_by or signal.SIGTERM
+        super().handle_term()
+
+    def handle_hup(self) -> None:
+        self.stopped_by = self.stopped_by or signal.SIGHUP
+        logging.getLogger("uvicorn.error").info("Received SIGHUP, exiting.")
+        self.should_exit.set()

@@ -4,11 +4,21 @@ interpreters, so the app and the HTTP protocol are named by import strings, not 
 The parent resolves the settings once — flags, environment, the backend the worker count implies — and
 passes them to every worker whole, as JSON in ``WORKER_SETTINGS_ENV``: a worker reads no flag and does not
 resolve anything differently from its parent. The parent has already started (or attached to) the embedded
-PostgreSQL and migrated it, so the workers only attach."""
+PostgreSQL and migrated it, so the workers only attach.
+
+A worker is stopped by its parent with SIGTERM: uvicorn shuts it down gracefully, then re-raises the signal
+and the worker dies by it, exit handlers not run. So the worker gives its handle on the embedded PostgreSQL
+back itself, once its app has stopped (else its pid would stay in the handle list and no process would
+ever be the last one out to stop the server)."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
+import signal
+import threading
+from collections.abc import AsyncIterator
 from functools import lru_cache
 from typing import Any
 
@@ -32,11 +42,30 @@ def worker_settings() -> Settings:
     return Settings.model_validate_json(raw)
 
 
+def _hangup_is_term(signum: int, frame: object) -> None:
+    signal.raise_signal(signal.SIGTERM)  # uvicorn's graceful shutdown (it handles only SIGINT and SIGTERM)
+
+
 def create_worker_app() -> FastAPI:
     """uvicorn's app factory in each worker."""
     from service.app import create_app
+    from service.db.embedded import release_embedded
 
-    return create_app(worker_settings())
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGHUP, _hangup_is_term)
+    app = create_app(worker_settings())
+    inner = app.router.lifespan_context
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Any) -> AsyncIterator[Any]:
+        try:
+            async with inner(app) as state:
+                yield state
+        finally:
+            await asyncio.to_thread(release_embedded)
+
+    app.router.lifespan_context = lifespan
+    return app
 
 
 def __getattr__(name: str) -> Any:
