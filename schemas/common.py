@@ -8,7 +8,16 @@ import unicodedata
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, AwareDatetime, BeforeValidator, ConfigDict, Field, Strict, StringConstraints
+from pydantic import (
+    AfterValidator,
+    AwareDatetime,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    Strict,
+    StringConstraints,
+    WithJsonSchema,
+)
 from pydantic import BaseModel as _PydanticBase
 
 # PostgreSQL text cannot hold NUL, and lone surrogates cannot be encoded as UTF-8: both would fail deep
@@ -17,6 +26,9 @@ _BAD_CHARS = re.compile("[\x00\ud800-\udfff]")
 MAX_JSON_DEPTH = 32
 
 ID_PATTERN = r"^[A-Za-z0-9._:@-]+$"
+# What an id accepts on the routes that add data: not the URL dot-segments `.` and `..` (service/deps.py).
+NEW_ID_PATTERN = r"^(?!\.\.?$)[A-Za-z0-9._:@-]+$"
+DOT_SEGMENTS = frozenset({".", ".."})
 KEY_PATTERN = r"^[A-Za-z0-9._:/@-]+$"
 
 
@@ -85,9 +97,38 @@ def check_datetime_range(value: datetime) -> datetime:
     return value
 
 
-SafeText = Annotated[str, AfterValidator(check_text)]
+def check_not_dot_segment(value: str) -> str:
+    if value in DOT_SEGMENTS:
+        raise ValueError(
+            f"{value!r} is a URL dot-segment, which clients and proxies that normalise paths cannot reach as a "
+            "path segment; choose another id"
+        )
+    return value
+
+
+class _PublishedPattern:
+    """Adds a ``pattern`` to a type's JSON schema only: the validator beside it refuses with a clearer message
+    than a pattern mismatch would."""
+
+    def __init__(self, pattern: str) -> None:
+        self.pattern = pattern
+
+    def __get_pydantic_json_schema__(self, core_schema: Any, handler: Any) -> Any:
+        schema = handler(core_schema)
+        schema["pattern"] = self.pattern
+        return schema
+
+
+# check_text as a pattern: no NUL, no lone surrogates.
+SafeText = Annotated[str, AfterValidator(check_text), _PublishedPattern("^[^\\u0000\\ud800-\\udfff]*$")]
 DateTime = Annotated[AwareDatetime, BeforeValidator(check_rfc3339), AfterValidator(check_datetime_range)]
-Identifier = Annotated[str, StringConstraints(min_length=1, max_length=128, pattern=ID_PATTERN)]
+# The published pattern leaves out `.` and `..`; the validator refuses them with a message that says why.
+Identifier = Annotated[
+    str,
+    StringConstraints(min_length=1, max_length=128, pattern=ID_PATTERN),
+    AfterValidator(check_not_dot_segment),
+    WithJsonSchema({"type": "string", "minLength": 1, "maxLength": 128, "pattern": NEW_ID_PATTERN}),
+]
 SlotKey = Annotated[str, StringConstraints(min_length=1, max_length=200, pattern=KEY_PATTERN)]
 Domain = Annotated[str, StringConstraints(min_length=1, max_length=64, pattern=ID_PATTERN)]
 JsonValue = Annotated[Any, AfterValidator(check_json)]

@@ -6,7 +6,9 @@ import asyncio
 import contextlib
 import gc
 import logging
+import uuid
 from collections.abc import AsyncIterator
+from typing import Any
 
 from fastapi import FastAPI, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
@@ -15,6 +17,8 @@ from jobs.background import extract_in_background
 from jobs.endpoints import router as jobs_router
 from jobs.metrics import JobGauges
 from jobs.scheduler import STOP_GRACE_SECONDS
+from schemas.common import NEW_ID_PATTERN
+from service import idempotency
 from service.auth.cache import KeyCache, listen_for_revocations
 from service.clock import Clock
 from service.console import STATIC_URL as CONSOLE_STATIC_URL
@@ -28,6 +32,7 @@ from service.db.engine import Database, create_database
 from service.db.locks import OUTBOX_LEADER_LOCK, SessionLock
 from service.db.positions import PositionHeaders, commit_positions
 from service.db.replicas import ReplicaMetrics, build_replicas
+from service.deps import EXAMPLE_ID, STORED_ONLY
 from service.docs import install_docs
 from service.errors import install_error_handlers
 from service.extraction.endpoints import router as extraction_router
@@ -40,6 +45,7 @@ from service.json_body import RejectDuplicateKeys
 from service.limits import BodySizeLimit
 from service.logs import RequestId
 from service.methods import OptionsResponder
+from service.pagination import encode_cursor
 from service.profiles.endpoints import router as profiles_router
 from service.rate_limit import RateLimit
 from service.search.endpoints import router as search_router
@@ -60,6 +66,75 @@ ctxmem keeps typed facts, constraints and profiles about the users of LLM agents
 context for each model call. Authenticate with `Authorization: Bearer <key>` (create one with
 `ctxmem keys create --tenant T --role agent`). Every error is `application/problem+json` (RFC 9457).
 """
+
+
+def settings_in_openapi(app: FastAPI, settings: Settings) -> None:
+    """The OpenAPI document states what this app enforces (issue #31): the limits that come from settings
+    (page size, batch size, content length) as the configured maxima, and the dot-segment ids refused by the
+    routes that add data (service/deps.py) as their path parameters' pattern."""
+    build = app.openapi
+    limits = settings.limits
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is not None:
+            return app.openapi_schema
+        doc = build()
+        for path, ops in doc.get("paths", {}).items():
+            for method, op in ops.items():
+                for param in op.get("parameters", []):
+                    schema = param.get("schema", {})
+                    branches = schema.get("anyOf")
+                    if param.get("in") != "path" and branches and {"type": "null"} in branches:
+                        # A query or header parameter is a string on the wire; null is only its absence.
+                        rest = [b for b in branches if b != {"type": "null"}]
+                        del schema["anyOf"]
+                        if len(rest) == 1:
+                            schema.update(rest[0])
+                        else:
+                            schema["anyOf"] = rest
+                    if param.get("in") == "header" and param["name"] == idempotency.HEADER:
+                        schema.update(
+                            minLength=1, maxLength=idempotency.MAX_KEY_LENGTH, pattern=idempotency.KEY_PATTERN
+                        )
+                        example = f"{op.get('operationId', method)[:40]}-7f9c2b1e"
+                        schema["examples"] = [example]
+                        param.pop("examples", None)
+                        param.pop("example", None)
+                    if param.get("in") == "query" and param["name"] == "cursor":
+                        order = "asc" if path.endswith("/messages") else "desc"
+                        schema["examples"] = [encode_cursor(uuid.UUID(EXAMPLE_ID), order)]
+                    if param.get("in") == "query" and param["name"] == "limit" and schema.get("type") == "integer":
+                        schema["maximum"] = min(schema.get("maximum", limits.max_page_size), limits.max_page_size)
+                    if (
+                        param.get("in") == "path"
+                        and param["name"] in ("user_id", "session_id")
+                        and method.upper() in ("POST", "PUT", "PATCH")
+                        and path not in STORED_ONLY
+                    ):
+                        schema["pattern"] = NEW_ID_PATTERN
+        schemas = doc.get("components", {}).get("schemas", {})
+
+        def bound(name: str, field: str, **values: int) -> None:
+            prop = schemas.get(name, {}).get("properties", {}).get(field)
+            for branch in prop.get("anyOf", [prop]) if prop is not None else []:
+                if branch.get("type") in ("string", "array"):
+                    branch.update(values)
+
+        bound("ItemBatchCreate", "items", maxItems=limits.max_batch_items)
+        bound("ObservationBatchCreate", "observations", maxItems=limits.max_batch_items)
+        bound("ItemCreate", "content", maxLength=limits.max_content_chars)
+        bound("ItemVariants", "condensed", maxLength=limits.max_content_chars)
+        bound("ItemVariants", "summary", maxLength=limits.max_content_chars)
+        dim = settings.vectors.embedding_dim
+        bound("ItemCreate", "embedding", minItems=dim, maxItems=dim)
+        embedding = schemas.get("ItemCreate", {}).get("properties", {}).get("embedding")
+        if embedding is not None:  # the schema's example has 3 dimensions, not this service's
+            embedding.pop("examples", None)
+            embedding["description"] = f"{embedding.get('description', '')}: {dim} numbers"
+        app.openapi_schema = doc
+        return doc
+
+    app.openapi = openapi  # type: ignore[method-assign]
 
 
 def create_app(
@@ -168,6 +243,7 @@ def create_app(
     install_error_handlers(app)
     install_console_errors(app)
     install_docs(app)
+    settings_in_openapi(app, settings)
     app.include_router(health_router)
     app.include_router(items_router)
     app.include_router(profiles_router)

@@ -11,7 +11,7 @@ from fastapi import Depends, Header, Path, Query, Request, Security
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from schemas.common import ID_PATTERN
+from schemas.common import DOT_SEGMENTS, ID_PATTERN
 from service import idempotency
 from service.auth.service import Principal, authenticate
 from service.clock import Clock
@@ -19,8 +19,9 @@ from service.context import RequestContext
 from service.db.engine import Database
 from service.db.positions import COMMIT_HEADER, LSN_PATTERN, Positions, current_position, parse_lsn, wrote
 from service.db.replicas import REPLICA_ERRORS, Reads
-from service.errors import ReplayedResponse
+from service.errors import ReplayedResponse, ValidationFailed
 from service.outage import reason
+from service.pagination import encode_cursor
 from service.settings import Settings
 from service.tokenizer import Tokenizer
 
@@ -137,7 +138,12 @@ async def get_idempotency(
         str | None,
         Header(
             alias=idempotency.HEADER,
-            description="Retry-safe writes: a replay returns the first response and writes nothing.",
+            description="Retry-safe writes: a replay returns the first response and writes nothing. 1-255 "
+            "printable ASCII characters; a key is the tenant's for 24 hours, and sending it again with another "
+            "request (another route, user or body) is refused with 422 idempotency-key-reused.",
+            # Checked by idempotency.begin, whose message says what a key may hold; its pattern and length are
+            # published by service/app.py, which gives each operation its own example (one key shared by every
+            # route would be refused as reused).
             examples=["7f9c2b1e-order-42"],
         ),
     ] = None,
@@ -153,20 +159,60 @@ def _id_path(description: str, example: str) -> Any:
     return Path(min_length=1, max_length=128, pattern=ID_PATTERN, description=description, examples=[example])
 
 
-UserIdPath = Annotated[
-    str, _id_path("Your id for the user (letters, digits and . _ : @ -; up to 128 characters)", "alice@example.com")
-]
-SessionIdPath = Annotated[
-    str, _id_path("The conversation's id, as a window's session_id (letters, digits and . _ : @ -)", "s-42")
-]
+# Ids that are URL dot-segments (RFC 3986 §5.2.4): `/v1/users/../items` is `/v1/items` to every client and
+# proxy that normalises paths, so nothing new is stored under them (issue #31). With the characters an id
+# may hold, `.` and `..` are the only ids that differ from their URL-normalised form. Rows already stored
+# under one stay reachable: reads (GET), search, deletes and erasure accept them; the routes that add data
+# for the user refuse them (docs/api.md#ids).
+STORED_ONLY = frozenset({"/v1/users/{user_id}/search", "/console/users/{user_id}/erase"})
+
+
+def adds_data(request: Request) -> bool:
+    """Whether this request adds data for the user (so a dot-segment id is refused): any POST, PUT or PATCH
+    but a search and the console's erasure."""
+    if request.method not in ("POST", "PUT", "PATCH"):
+        return False
+    route = request.scope.get("route")
+    return getattr(route, "path", None) not in STORED_ONLY
+
+
+def refuse_dot_segment(request: Request, name: str, value: str) -> str:
+    if value in DOT_SEGMENTS and adds_data(request):
+        raise ValidationFailed(
+            f"{name} {value!r} is a URL dot-segment: clients and proxies that normalise paths cannot reach it, so "
+            f"nothing new is stored under it; choose another id (what is already stored under {value!r} stays "
+            "readable with GET, exportable and erasable)",
+            errors=[{"loc": ["path", name], "msg": "dot-segment id", "type": "value_error"}],
+        )
+    return value
+
+
+async def _user_id(
+    request: Request,
+    user_id: Annotated[
+        str, _id_path("Your id for the user (letters, digits and . _ : @ -; up to 128 characters)", "alice@example.com")
+    ],
+) -> str:
+    return refuse_dot_segment(request, "user_id", user_id)
+
+
+async def _session_id(
+    request: Request,
+    session_id: Annotated[
+        str, _id_path("The conversation's id, as a window's session_id (letters, digits and . _ : @ -)", "s-42")
+    ],
+) -> str:
+    return refuse_dot_segment(request, "session_id", session_id)
+
+
+UserIdPath = Annotated[str, Depends(_user_id)]
+SessionIdPath = Annotated[str, Depends(_session_id)]
 # The path and query parameters several routes share, described once.
-_EXAMPLE_ID = "0190a5c2-7d3e-7c4a-9b1e-2f6d8a4c1b00"
+EXAMPLE_ID = "0190a5c2-7d3e-7c4a-9b1e-2f6d8a4c1b00"
 ItemIdPath = Annotated[
-    uuid.UUID, Path(description="The item's id, from a write's response or a listing", examples=[_EXAMPLE_ID])
+    uuid.UUID, Path(description="The item's id, from a write's response or a listing", examples=[EXAMPLE_ID])
 ]
-EntryIdPath = Annotated[
-    uuid.UUID, Path(description="The profile entry's id, from GET /profile", examples=[_EXAMPLE_ID])
-]
+EntryIdPath = Annotated[uuid.UUID, Path(description="The profile entry's id, from GET /profile", examples=[EXAMPLE_ID])]
 LimitQuery = Annotated[
     int | None,
     Query(
@@ -178,7 +224,8 @@ CursorQuery = Annotated[
     Query(
         max_length=512,
         description="The previous page's next_cursor, sent back unchanged (omit for the first page)",
-        examples=["eyJpZCI6ICIwMTkwYTVjMi03ZDNlIiwgIm8iOiAiZGVzYyJ9"],
+        # A cursor this service issues, for the default order (service/app.py gives each listing its own).
+        examples=[encode_cursor(uuid.UUID(EXAMPLE_ID), "desc")],
     ),
 ]
 OrderQuery = Annotated[

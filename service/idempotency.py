@@ -25,6 +25,9 @@ from service.errors import IdempotencyInProgress, IdempotencyKeyReused, Replayed
 
 HEADER = "Idempotency-Key"
 MAX_KEY_LENGTH = 255
+# What ``_check_key`` accepts, as the OpenAPI document states it: printable ASCII (space to tilde), and no
+# space at either end (HTTP strips it from a header's value).
+KEY_PATTERN = r"^[!-~]([ -~]*[!-~])?$"
 
 
 class Idempotency:

@@ -234,6 +234,13 @@ WritableSource = Literal["user", "tool", "summary", "model"]
 def build_server(user: AsyncUser, *, session_id: str | None = None) -> MCPServer[Any]:
     """The MCP server acting for ``user`` (an ``AsyncClient``'s handle); ``session_id`` is the default session
     of ``remember``, ``observe``, ``window``, ``confirm``, ``reject``, ``extract`` and ``extract_session``."""
+    for name, value in (("user", user.user_id), ("session", session_id)):
+        # A URL dot-segment: ctxmem refuses to store anything under it (docs/api.md#ids), so refuse to start.
+        if value in (".", ".."):
+            raise ValueError(
+                f"{name} id {value!r} is a URL dot-segment, which ctxmem refuses for writes (clients and proxies "
+                "that normalise paths cannot reach it): choose another id"
+            )
     server: MCPServer[Any] = MCPServer("ctxmem", instructions=INSTRUCTIONS, log_level="WARNING")
 
     def session(given: str | None) -> str | None:
