@@ -133,6 +133,8 @@ SlotKey = Annotated[str, StringConstraints(min_length=1, max_length=200, pattern
 Domain = Annotated[str, StringConstraints(min_length=1, max_length=64, pattern=ID_PATTERN)]
 JsonValue = Annotated[Any, AfterValidator(check_json)]
 # Strict: a JSON number only (true/false or "0.5" is a mistake to report, not a value to coerce).
+# A request's true/false: a JSON boolean only (1, 0 or "yes" is a mistake to report, not a value to coerce).
+Flag = Annotated[bool, Strict()]
 Confidence = Annotated[float, Strict(), Field(ge=0.0, le=1.0, allow_inf_nan=False)]
 
 

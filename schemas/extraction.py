@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field
 
-from schemas.common import Identifier, ReadModel, StrictModel
+from schemas.common import Flag, Identifier, ReadModel, StrictModel
 from schemas.items import Evidence, ItemRead
 from schemas.profiles import ProfileEntryRead
 from schemas.windows import ChatMessage
@@ -40,7 +40,7 @@ class ExtractRequest(StrictModel):
     session_id: Identifier | None = Field(
         None, description="The conversation they belong to (scopes decisions and names the profile evidence)"
     )
-    dry_run: bool = Field(False, description="Write nothing: return what would be written and what was rejected")
+    dry_run: Flag = Field(False, description="Write nothing: return what would be written and what was rejected")
 
 
 class SessionExtractRequest(StrictModel):
@@ -48,7 +48,7 @@ class SessionExtractRequest(StrictModel):
 
     model_config = ConfigDict(json_schema_extra={"examples": [{"reextract": True}]})
 
-    reextract: bool = Field(
+    reextract: Flag = Field(
         False,
         description="Also extract the messages an older extractor version extracted; the older version's "
         "records from them are superseded (nothing is deleted)",

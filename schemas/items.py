@@ -12,6 +12,7 @@ from schemas.common import (
     Confidence,
     DateTime,
     Domain,
+    Flag,
     Identifier,
     JsonValue,
     ReadModel,
@@ -147,7 +148,7 @@ class ItemCreate(StrictModel):
     task_id: Identifier | None = Field(None, description="Required with scope task", examples=["t-trip"])
     stage_id: Identifier | None = Field(None, description="Required with scope stage", examples=["booking"])
     step_id: Identifier | None = Field(None, description="Required with scope step", examples=["step-3"])
-    hard: bool = Field(
+    hard: Flag = Field(
         False, description="A hard constraint (type constraint only): always in the window, verbatim", examples=[True]
     )
     kind: Kind = Field(

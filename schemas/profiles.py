@@ -12,6 +12,7 @@ from pydantic.config import JsonDict
 from schemas.common import (
     DateTime,
     Domain,
+    Flag,
     Identifier,
     ReadModel,
     SafeText,
@@ -69,11 +70,11 @@ class ObservationCreate(StrictModel):
     context: Identifier = Field(
         "default", description="The scene it came from, e.g. buy_laptop", examples=["buy_laptop"]
     )
-    explicit: bool = Field(False, description="The user said it (else inferred from behaviour)", examples=[True])
+    explicit: Flag = Field(False, description="The user said it (else inferred from behaviour)", examples=[True])
     stance: Literal["supports", "contradicts"] = Field(
         "supports", description="supports the belief, or contradicts it (a denial)", examples=["contradicts"]
     )
-    confirmation: bool = Field(
+    confirmation: Flag = Field(
         False, description="The user answered yes (supports) or no (contradicts) when asked", examples=[True]
     )
     observed_at: DateTime | None = Field(

@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal, Self
 
 from pydantic import ConfigDict, Field, StringConstraints, model_validator
 
-from schemas.common import Domain, Identifier, JsonValue, ReadModel, SafeText, StrictModel, check_json
+from schemas.common import Domain, Flag, Identifier, JsonValue, ReadModel, SafeText, StrictModel, check_json
 
 LongText = Annotated[SafeText, StringConstraints(min_length=1, max_length=32_000)]
 
@@ -177,7 +177,7 @@ class WindowRequest(StrictModel):
         description="The tool definitions you will send with the call: their tokens are counted against the budget",
         examples=[[{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}]],
     )
-    archive_dropped: bool = Field(
+    archive_dropped: Flag = Field(
         False, description="Store the history that did not fit as an episode item (needs a key that may write)"
     )
     format: Literal["window", "openai", "anthropic"] = Field(
