@@ -135,6 +135,10 @@ JsonValue = Annotated[Any, AfterValidator(check_json)]
 # Strict: a JSON number only (true/false or "0.5" is a mistake to report, not a value to coerce).
 # A request's true/false: a JSON boolean only (1, 0 or "yes" is a mistake to report, not a value to coerce).
 Flag = Annotated[bool, Strict()]
+# A request's count: a JSON integer only (true or "100" is a mistake to report, not a value to coerce).
+Count = Annotated[int, Strict()]
+# A request's fraction: a JSON number only.
+Number = Annotated[float, Strict()]
 Confidence = Annotated[float, Strict(), Field(ge=0.0, le=1.0, allow_inf_nan=False)]
 
 

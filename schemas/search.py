@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import ConfigDict, Field, model_validator
 
-from schemas.common import DateTime, Domain, Identifier, ReadModel, StrictModel
+from schemas.common import Count, DateTime, Domain, Identifier, ReadModel, StrictModel
 from schemas.items import ItemRead, ItemType
 from schemas.windows import LongText
 
@@ -26,8 +26,8 @@ class SearchRequest(StrictModel):
     )
 
     query: LongText = Field(description="What to look for, in the user's words", examples=["orders replica lag"])
-    limit: int = Field(10, ge=1, le=100, description="At most this many items", examples=[5])
-    budget: int | None = Field(
+    limit: Count = Field(10, ge=1, le=100, description="At most this many items", examples=[5])
+    budget: Count | None = Field(
         None,
         ge=1,
         le=2_000_000,

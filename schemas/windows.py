@@ -7,7 +7,18 @@ from typing import Annotated, Any, Literal, Self
 
 from pydantic import ConfigDict, Field, StringConstraints, model_validator
 
-from schemas.common import Domain, Flag, Identifier, JsonValue, ReadModel, SafeText, StrictModel, check_json
+from schemas.common import (
+    Count,
+    Domain,
+    Flag,
+    Identifier,
+    JsonValue,
+    Number,
+    ReadModel,
+    SafeText,
+    StrictModel,
+    check_json,
+)
 
 LongText = Annotated[SafeText, StringConstraints(min_length=1, max_length=32_000)]
 
@@ -120,10 +131,10 @@ class WindowRequest(StrictModel):
     input: LongText = Field(
         description="The latest user message (always in the window, verbatim)", examples=["Book the cheapest flight."]
     )
-    max_tokens: int | None = Field(
+    max_tokens: Count | None = Field(
         None, ge=1, le=2_000_000, description="Budget for everything returned (or send context_limit)", examples=[900]
     )
-    context_limit: int | None = Field(
+    context_limit: Count | None = Field(
         None,
         ge=1,
         le=2_000_000,
@@ -131,10 +142,10 @@ class WindowRequest(StrictModel):
         "and watermark x context_limit (or send max_tokens)",
         examples=[128000],
     )
-    reserve_tokens: int = Field(
+    reserve_tokens: Count = Field(
         0, ge=0, le=2_000_000, description="Expected output + largest tool output + margin", examples=[4000]
     )
-    watermark: float | None = Field(
+    watermark: Number | None = Field(
         None,
         gt=0,
         le=1,
