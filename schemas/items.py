@@ -47,7 +47,9 @@ WritableStatus = Literal["available", "verified", "missing"]
 # The schema's ceiling; the service's limit is the setting CTXMEM_MAX_CONTENT_CHARS (32,000 by default),
 # checked with a message naming it. The request body limit (CTXMEM_MAX_BODY_BYTES) bounds both.
 MAX_CONTENT_CHARS = 1_000_000
-FiniteFloat = Annotated[float, Strict(), Field(allow_inf_nan=False)]  # a JSON number, never true/false
+# A vector component as the index stores it: a 32-bit float (a larger value cannot be stored at all).
+FLOAT32_MAX = 3.4028234663852886e38
+FiniteFloat = Annotated[float, Strict(), Field(allow_inf_nan=False, ge=-FLOAT32_MAX, le=FLOAT32_MAX)]
 Content = Annotated[
     SafeText, StringConstraints(min_length=1, max_length=MAX_CONTENT_CHARS), AfterValidator(check_nonblank)
 ]

@@ -76,6 +76,10 @@ BAD_BODIES: list[tuple[str, object, int, str]] = [
     ("body is a string", "fact", 422, "body"),
     ("token_cost from client", with_(token_cost=3), 422, "token_cost"),
     ("id from client", with_(id="01a22f7f-09c6-71cb-8646-e35e5b608177"), 422, "id"),
+    # A vector component beyond a 32-bit float cannot be stored (it was a 500 with the right dimension).
+    ("embedding value past float32", with_(embedding=[5e180] + [0.1] * 383), 422, "embedding"),
+    ("confidence is a boolean", with_(confidence=False), 422, "confidence"),
+    ("hard is a number", with_(type="constraint", hard=1), 422, "hard"),
 ]
 
 
@@ -226,3 +230,11 @@ async def test_unknown_route_and_method_are_problems(client: httpx.AsyncClient, 
     assert r.status_code == 404 and r.headers["content-type"] == "application/problem+json"
     r = await client.put("/v1/users/u1/items", headers=tenant.agent)
     assert r.status_code == 405 and r.headers["content-type"] == "application/problem+json"
+
+
+async def test_a_vector_component_too_small_for_a_32_bit_float_is_accepted(
+    client: httpx.AsyncClient, tenant: TenantKeys
+) -> None:
+    body = with_(embedding=[1e-300] + [0.25] * 383)
+    r = await client.post("/v1/users/u1/items", json=body, headers=tenant.agent)
+    assert r.status_code == 201, r.text
