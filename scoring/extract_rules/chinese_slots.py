@@ -11,7 +11,7 @@ import re
 from scoring.extract_rules.clauses import _ZH_QUESTION
 from scoring.extract_rules.english_slots import _MONEY_WORD, _languages
 from scoring.extract_rules.records import _I, CONF_FACT, CONF_LIMIT, _Body, _bonus, _Context, _fact, _Hit, _slot
-from scoring.extract_rules.values import _AMOUNT, _PRONOUN_ZH, _ZH_NUMBER, _amount, _low, _number, _trim
+from scoring.extract_rules.values import _PRONOUN_ZH, _ZH_NUMBER, _amount, _budget_after, _low, _number, _trim
 from scoring.extract_rules.vocabulary import _DIETS, _LANGUAGE_ZH, _OCCUPATIONS_ZH, _ZH_ADV, _ZH_SUBJ
 
 # ---------------------------------------------------------------------------------------------------------
@@ -46,16 +46,7 @@ _CHANGE_VERB_ZH = re.compile(r"改成|改为|换成|变成|调到|调整|而是|
 
 def _budget_zh(b: _Body, ctx: _Context) -> list[_Hit]:
     """A budget in Chinese: 预算是5000 / 我的预算大概八千 / 预算改成8000 / 我最多能花3000元."""
-    for pattern in _BUDGET_ZH:
-        m = pattern.match(b.fold)
-        if m:
-            ctx.numeric_slot = "budget"
-            found = _amount(b.fold, m.end())
-            if found:
-                return [_slot("budget", found[0], b)]
-            ctx.denied = bool(_AMOUNT.search(b.fold, m.end()))
-            return []
-    return []
+    return _budget_after(_BUDGET_ZH, b, ctx)
 
 
 def _limit_zh(b: _Body, ctx: _Context) -> list[_Hit]:

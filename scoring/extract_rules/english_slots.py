@@ -6,7 +6,16 @@ from __future__ import annotations
 import re
 
 from scoring.extract_rules.records import _I, CONF_LIMIT, _Body, _Context, _Hit, _slot
-from scoring.extract_rules.values import _AMOUNT, _NUMBER, _PRONOUN_EN, _YOU_EN, _amount, _low, _number, _trim
+from scoring.extract_rules.values import (
+    _NUMBER,
+    _PRONOUN_EN,
+    _YOU_EN,
+    _amount,
+    _budget_after,
+    _low,
+    _number,
+    _trim,
+)
 from scoring.extract_rules.vocabulary import (
     _ADV_EN,
     _BE,
@@ -79,16 +88,7 @@ _MONEY_WORD = re.compile(
 def _budget_en(b: _Body, ctx: _Context) -> list[_Hit]:
     """A budget: "my budget is 5,000", "we have a budget of $2k", "make the budget 8000", "I can spend up
     to 500", "I can't spend more than $500" (a limit on spending is the budget, not a prohibition)."""
-    for pattern in _BUDGET_EN:
-        m = pattern.match(b.fold)
-        if m:
-            ctx.numeric_slot = "budget"
-            found = _amount(b.fold, m.end())
-            if found:
-                return [_slot("budget", found[0], b)]
-            ctx.denied = bool(_AMOUNT.search(b.fold, m.end()))
-            return []
-    return []
+    return _budget_after(_BUDGET_EN, b, ctx)
 
 
 def _limit_en(b: _Body, ctx: _Context) -> list[_Hit]:

@@ -10,9 +10,10 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
+from collections.abc import Sequence
 from typing import Final
 
-from scoring.extract_rules.records import _I
+from scoring.extract_rules.records import _I, _Body, _Context, _Hit, _slot
 from scoring.extraction import Dimension, Polarity, ProfileHint
 
 # A profile key names an entry (schemas/profiles.py): short, from the words; the value at most 200 chars.
@@ -226,3 +227,19 @@ def _profile(dimension: Dimension, value: str, polarity: Polarity = "like", *, k
     """The profile entry a preference or goal observes: keyed by its words unless a key is given."""
     value = " ".join(value.split())[:_MAX_PROFILE_VALUE]
     return ProfileHint(dimension=dimension, key=key or slug(value), value=value, polarity=polarity)
+
+
+def _budget_after(patterns: Sequence[re.Pattern[str]], b: _Body, ctx: _Context) -> list[_Hit]:
+    """A budget named by one of ``patterns`` (each language has its own), its amount after the match. A
+    budget named with no amount after it says only that it is not an amount named there ("my budget isn't
+    5000, …"), so that a bare amount next is its value."""
+    for pattern in patterns:
+        m = pattern.match(b.fold)
+        if m:
+            ctx.numeric_slot = "budget"
+            found = _amount(b.fold, m.end())
+            if found:
+                return [_slot("budget", found[0], b)]
+            ctx.denied = bool(_AMOUNT.search(b.fold, m.end()))
+            return []
+    return []

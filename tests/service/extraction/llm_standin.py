@@ -14,18 +14,16 @@ import asyncio
 import contextlib
 import json
 import re
-import socket
-import threading
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
+
+from tests.helpers import serve_in_thread
 
 MODES = (
     "honest",
@@ -188,19 +186,5 @@ def records(mode: str, messages: list[tuple[int, str, str]]) -> list[Any]:
 @contextlib.contextmanager
 def serve(standin: LlmStandIn) -> Iterator[str]:
     """The stand-in on a free loopback port, in a thread of its own; yields its base URL (``…/v1``)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(standin.app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        if time.monotonic() > deadline:
-            raise RuntimeError("the chat-completions stand-in did not start")
-        time.sleep(0.01)
-    try:
+    with serve_in_thread(standin.app, what="the chat-completions stand-in") as port:
         yield f"http://127.0.0.1:{port}/v1"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)

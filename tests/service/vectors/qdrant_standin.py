@@ -9,20 +9,18 @@ It records every request (``requests``), so a test can check what the index sent
 from __future__ import annotations
 
 import contextlib
-import socket
-import threading
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import uvicorn
 from qdrant_client.http import models as m
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
+
+from tests.helpers import serve_in_thread
 
 Point = tuple[list[float], dict[str, Any]]
 
@@ -208,19 +206,5 @@ class QdrantStandIn:
 @contextlib.contextmanager
 def serve(standin: QdrantStandIn) -> Iterator[str]:
     """The stand-in on a free loopback port, in a thread of its own; yields its URL."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(standin.app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        if time.monotonic() > deadline:
-            raise RuntimeError("the Qdrant stand-in did not start")
-        time.sleep(0.01)
-    try:
+    with serve_in_thread(standin.app, what="the Qdrant stand-in") as port:
         yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
