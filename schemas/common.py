@@ -119,8 +119,10 @@ class _PublishedPattern:
         return schema
 
 
-# check_text as a pattern: no NUL, no lone surrogates.
-SafeText = Annotated[str, AfterValidator(check_text), _PublishedPattern("^[^\\u0000\\ud800-\\udfff]*$")]
+# check_text's NUL rule as a pattern. Lone surrogates are refused too but left out of the pattern: they are
+# not Unicode scalar values, so regex engines that work on them (Rust's, Go's) cannot compile a class
+# naming them, and schema tools drop such a pattern altogether (docs/api.md lists the rule).
+SafeText = Annotated[str, AfterValidator(check_text), _PublishedPattern("^[^\\u0000]*$")]
 DateTime = Annotated[AwareDatetime, BeforeValidator(check_rfc3339), AfterValidator(check_datetime_range)]
 # The published pattern leaves out `.` and `..`; the validator refuses them with a message that says why.
 Identifier = Annotated[
@@ -135,8 +137,19 @@ JsonValue = Annotated[Any, AfterValidator(check_json)]
 # Strict: a JSON number only (true/false or "0.5" is a mistake to report, not a value to coerce).
 # A request's true/false: a JSON boolean only (1, 0 or "yes" is a mistake to report, not a value to coerce).
 Flag = Annotated[bool, Strict()]
-# A request's count: a JSON integer only (true or "100" is a mistake to report, not a value to coerce).
-Count = Annotated[int, Strict()]
+
+
+def integral(value: Any) -> Any:
+    """A JSON number with no fractional part is an integer in JSON Schema (``255.0`` is valid for
+    ``type: integer``), and some encoders write integers that way: read it as the integer it is."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+# A request's count: a JSON integer (255 or 255.0) only; true, 2.5 or "100" is a mistake to report, not a
+# value to coerce.
+Count = Annotated[int, BeforeValidator(integral), Strict()]
 # A request's fraction: a JSON number only.
 Number = Annotated[float, Strict()]
 Confidence = Annotated[float, Strict(), Field(ge=0.0, le=1.0, allow_inf_nan=False)]

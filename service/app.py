@@ -18,7 +18,7 @@ from jobs.endpoints import router as jobs_router
 from jobs.metrics import JobGauges
 from jobs.scheduler import STOP_GRACE_SECONDS
 from schemas.common import NEW_ID_PATTERN
-from service import idempotency
+from service import contract, idempotency
 from service.auth.cache import KeyCache, listen_for_revocations
 from service.clock import Clock
 from service.console import STATIC_URL as CONSOLE_STATIC_URL
@@ -68,10 +68,35 @@ context for each model call. Authenticate with `Authorization: Bearer <key>` (cr
 """
 
 
+# JSON Schema's names for the bounds pydantic calls ge, le, gt and lt.
+_BOUNDS = {"ge": "minimum", "le": "maximum", "gt": "exclusiveMinimum", "lt": "exclusiveMaximum"}
+
+
+def standard_bounds(node: Any) -> None:
+    """pydantic writes a numeric field's bounds under its own names (``ge``, ``le``) when the type has a
+    validator of its own (``Count``, which reads 255.0 as 255): schema tools ignore those names, so a
+    generated client would send 0 for a budget that must be at least 1. Renamed in place."""
+    if isinstance(node, dict):
+        if node.get("type") in ("integer", "number"):
+            for ours, theirs in _BOUNDS.items():
+                if ours in node:
+                    node[theirs] = node.pop(ours)
+        if node.get("type") == "integer":
+            for key in _BOUNDS.values():
+                if isinstance(node.get(key), float) and node[key].is_integer():
+                    node[key] = int(node[key])
+        for value in node.values():
+            standard_bounds(value)
+    elif isinstance(node, list):
+        for value in node:
+            standard_bounds(value)
+
+
 def settings_in_openapi(app: FastAPI, settings: Settings) -> None:
     """The OpenAPI document states what this app enforces (issue #31): the limits that come from settings
-    (page size, batch size, content length) as the configured maxima, and the dot-segment ids refused by the
-    routes that add data (service/deps.py) as their path parameters' pattern."""
+    (page size, batch size, content length) as the configured maxima, the dot-segment ids refused by the
+    routes that add data (service/deps.py) as their path parameters' pattern, and in each operation's
+    description the rules the schema cannot express (service/contract.py)."""
     build = app.openapi
     limits = settings.limits
 
@@ -81,6 +106,9 @@ def settings_in_openapi(app: FastAPI, settings: Settings) -> None:
         doc = build()
         for path, ops in doc.get("paths", {}).items():
             for method, op in ops.items():
+                description = contract.described(method, path, op.get("description", ""))
+                if description:
+                    op["description"] = description
                 for param in op.get("parameters", []):
                     schema = param.get("schema", {})
                     branches = schema.get("anyOf")
@@ -113,6 +141,7 @@ def settings_in_openapi(app: FastAPI, settings: Settings) -> None:
                     ):
                         schema["pattern"] = NEW_ID_PATTERN
         schemas = doc.get("components", {}).get("schemas", {})
+        standard_bounds(schemas)
 
         def bound(name: str, field: str, **values: int) -> None:
             prop = schemas.get(name, {}).get("properties", {}).get(field)

@@ -21,7 +21,7 @@ from starlette.responses import JSONResponse, Response
 from schemas.common import Problem
 from service.methods import allowed_methods
 from service.outage import Outage, is_outage
-from service.validation_messages import explain
+from service.validation_messages import explain, location, relevant
 
 log = logging.getLogger("ctxmem.errors")
 
@@ -182,12 +182,12 @@ def _body_model(request: Request) -> Any:
     return getattr(info, "annotation", None)
 
 
-def _validation_errors(exc: RequestValidationError, request: Request) -> list[dict[str, Any]]:
+def _validation_errors(raw: list[dict[str, Any]], request: Request) -> list[dict[str, Any]]:
     model = _body_model(request)
     content_type = request.headers.get("content-type")
     out = []
-    for err in exc.errors():
-        loc = [str(p) for p in err.get("loc", ())]
+    for err in raw:
+        loc = location(err.get("loc", ()))
         msg = explain(err, body_model=model if isinstance(model, type) else None, content_type=content_type)
         out.append({"loc": loc, "msg": msg, "type": err.get("type", "")})
     return out
@@ -212,11 +212,11 @@ def install_error_handlers(app: FastAPI) -> None:
 
     async def on_validation(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, RequestValidationError)
-        errors = _validation_errors(exc, request)
+        raw = relevant(exc.errors())
+        errors = _validation_errors(raw, request)
         detail = errors[0]["msg"] if errors else "invalid request"
         if len(errors) > 1:
             detail += f" (and {len(errors) - 1} more: see errors)"
-        raw = exc.errors()
         # A bad item in a batch body: name its index so the client can fix that one item.
         for e, shown in zip(raw, errors, strict=True):
             loc = e.get("loc", ())

@@ -37,15 +37,14 @@ def decode_cursor(cursor: str, order: str) -> uuid.UUID:
         last = uuid.UUID(data["id"])
         cursor_order: str = data["o"]
     except (ValueError, UnicodeError, binascii.Error) as exc:
-        raise ValidationFailed(f"cursor is not one this service issued: {_FIX}", errors=_loc()) from exc
+        raise _invalid(f"cursor is not one this service issued: {_FIX}") from exc
     if cursor_order != order:
-        raise ValidationFailed(
+        raise _invalid(
             f"cursor was issued for order={cursor_order[:16]}, not order={order}: send the same order as the"
-            " request that returned it",
-            errors=_loc(),
+            " request that returned it"
         )
     return last
 
 
-def _loc() -> list[dict[str, object]]:
-    return [{"loc": ["query", "cursor"], "msg": "invalid cursor", "type": "value_error"}]
+def _invalid(message: str) -> ValidationFailed:
+    return ValidationFailed(message, errors=[{"loc": ["query", "cursor"], "msg": message, "type": "value_error"}])

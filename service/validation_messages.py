@@ -10,6 +10,7 @@ object with the encoding OpenAI uses, a text that is too long with its length an
 from __future__ import annotations
 
 import difflib
+import re
 import types
 import typing
 from collections.abc import Sequence
@@ -47,8 +48,35 @@ def fields_at(model: type[BaseModel] | None, path: Sequence[Any]) -> list[str]:
     return names
 
 
+# pydantic names the branch of a union a value failed in its location, by the branch's type
+# ("list[ContentPart]", "function-after[check_text(), str]", "str"): not a place a client can find in its body.
+_UNION_BRANCH = re.compile(r"[\[\]()<>, ]|^(str|int|float|bool|none|list|dict)$")
+
+
+def location(loc: Sequence[Any]) -> list[str]:
+    """An error's location as the client wrote it: the union branches pydantic tried left out."""
+    return [str(p) for p in loc if isinstance(p, int) or not _UNION_BRANCH.search(str(p))]
+
+
+def relevant(errors: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The errors worth reporting: a value that fails a union fails every branch, and the branches of
+    another JSON type only say so ("Input should be a valid list" for a string with a NUL in it). Where a
+    branch of the value's own type has a real error, the other branches' type mismatches are left out."""
+    real: set[tuple[str, ...]] = set()
+    mismatch = []
+    for err in errors:
+        loc = tuple(location(err.get("loc", ())))
+        branch = len(loc) < len(err.get("loc", ()))
+        is_type = str(err.get("type", "")).endswith("_type") or err.get("type") == "none_required"
+        mismatch.append(branch and is_type)
+        if not (branch and is_type):
+            real.add(loc)
+    return [err for err, off in zip(errors, mismatch, strict=True) if not (off and tuple(location(err["loc"])) in real)]
+
+
 def _where(loc: Sequence[Any]) -> str:
-    parts = [str(p) for p in loc[1:]] if loc and loc[0] in ("body", "query", "path", "header") else list(map(str, loc))
+    loc = location(loc)
+    parts = loc[1:] if loc and loc[0] in ("body", "query", "path", "header") else loc
     out = ""
     for p in parts:
         out += f"[{p}]" if p.isdigit() else (f".{p}" if out else p)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import httpx
 import httpx2
+import pytest
 from ctxmem_client import Client
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
@@ -100,6 +101,15 @@ def test_binding_beyond_loopback_needs_a_token(mcp_live: Live, mcp_keys: Keys) -
     cmd = [CTXMEM, "mcp", "--transport", "http", "--host", everywhere, "--user", "u", "--api-key", mcp_keys.agent]
     done = subprocess.run(cmd, env=mcp_env(), cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and "set --http-token" in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize("flags", [["--user", ".."], ["--user", "u", "--session", "."]])
+def test_a_dot_segment_id_is_a_usage_error(mcp_keys: Keys, flags: list[str]) -> None:
+    """ctxmem refuses to store anything under `.` or `..`: the CLI says so and exits 2, no traceback."""
+    cmd = [CTXMEM, "mcp", *flags, "--api-key", mcp_keys.agent]
+    done = subprocess.run(cmd, env=mcp_env(), cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2, done.stderr
+    assert "URL dot-segment" in done.stderr and "Traceback" not in done.stderr, done.stderr
 
 
 async def test_extract_over_http_learns_the_users_words(mcp_live: Live, mcp_keys: Keys, tmp_path: Path) -> None:

@@ -16,7 +16,6 @@ import collections
 import json
 import math
 import os
-import re
 import traceback
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,6 +35,7 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
+from service import contract
 from tests.conftest import TenantKeys
 from tests.proof.live import LiveServer
 
@@ -55,31 +55,9 @@ CONFIG = schemathesis.Config.from_dict(
 MODES = (schemathesis.GenerationMode.POSITIVE, schemathesis.GenerationMode.NEGATIVE)
 ROLES = ("agent", "operator", "admin")
 # What a schema-valid request may not get: the statuses that say the request itself is malformed. Positive
-# data refused with one of them fails the test (issue #31), unless the refusal is one of the rules below,
-# which the schema cannot express and each operation's description (and docs/api.md) lists.
+# data refused with one of them fails the test (issue #31), unless every reason given is one of the rules the
+# schema cannot express, which the operation's description lists (service/contract.py).
 REFUSALS = frozenset({400, 413, 422})
-DOCUMENTED_RULES: dict[str, str] = {
-    r"^urn:ctxmem:problem:idempotency-key-reused:": "an Idempotency-Key sent again with another request (state)",
-    r"^urn:ctxmem:problem:budget-too-small:": "the user's pinned constraints do not fit the budget (state)",
-    r"cursor is not one this service issued": "a cursor is opaque: only a next_cursor this service issued",
-    r"cursor was issued for order=": "a cursor comes back with the order it was issued for (cross-field)",
-    r"must lie between 1900-01-01T00:00:00Z and 9999-01-01T00:00:00Z": "date-times: format date-time has no range",
-    r"is in the future": "observed_at after the server's clock (state)",
-    r"view=effective": "view=effective takes no status, include_* or extracted_by filters (cross-field)",
-    r"a tool message needs tool_call_id": "a chat message's role decides its fields (cross-field)",
-    r"only assistant messages carry tool_calls": "a chat message's role decides its fields (cross-field)",
-    r"scope '\w+' needs \w+_id": "a scope needs its id (cross-field)",
-    r"only constraints can be hard": "hard is for type constraint (cross-field)",
-    r"corrects is only for user-sourced items": "corrects needs source user (cross-field)",
-    r"expires_at must be after observed_at": "expires_at after observed_at (cross-field)",
-    r"a budget is needed|not both": "a window takes max_tokens or context_limit, exactly one (cross-field)",
-    r"must contain non-whitespace text": "content must not be blank (a pattern would differ between regex engines)",
-    r"related_ids not found for this user": "related_ids name the user's own items (state)",
-    r"is above what source '\w+' earns": "authority is capped by source (cross-field)",
-}
-# Not yet a failure by default (issue #31 is half done: NUL bytes still reach SafeText fields despite the
-# published pattern); CTXMEM_FUZZ_STRICT_POSITIVE=1 makes every undocumented refusal fail the test.
-STRICT_POSITIVE = os.environ.get("CTXMEM_FUZZ_STRICT_POSITIVE") == "1"
 SEEDED_USER = "fuzz-user"
 
 
@@ -187,9 +165,13 @@ class Fuzzer:
                 problem = json.loads(response.content)
                 why = f"{problem['type']}: {problem['detail']}"
                 self.rejected[(operation.label, response.status_code, why)] += 1
-                if not any(re.search(rule, why) for rule in DOCUMENTED_RULES):
+                # Every reason counts, not only the first: a validation problem lists them all in errors.
+                reasons = [f"{problem['type']}: {e['msg']}" for e in problem.get("errors") or []] or [why]
+                method, path = operation.method, operation.path
+                missing = [r for r in reasons if not contract.documented_refusal(method, path, r)]
+                if missing:
                     self.undocumented.append(
-                        f"{case.method} {response.request.url} -> {response.status_code} {why[:300]}\n"
+                        f"{case.method} {response.request.url} -> {response.status_code} {'; '.join(missing)[:400]}\n"
                         f"  headers={ {k: v for k, v in (case.headers or {}).items() if k != 'Authorization'} } "
                         f"query={case.query} body={str(case.body)[:300]}"
                     )
@@ -226,8 +208,8 @@ def test_whole_openapi_fuzzed_with_every_role(live: LiveServer, live_tenant: Ten
     print(f"schema-valid requests refused by no documented rule: {len(fuzzer.undocumented)}")
     for line in fuzzer.undocumented[:20]:
         print("  " + line)
-    assert not STRICT_POSITIVE or not fuzzer.undocumented, (
-        "schema-valid requests refused by no documented rule:\n" + "\n".join(fuzzer.undocumented[:50])
+    assert not fuzzer.undocumented, "schema-valid requests refused by no documented rule:\n" + "\n".join(
+        fuzzer.undocumented[:50]
     )
     assert total >= TOTAL_CASES, f"only {total} requests were sent ({summary})"
     assert not any(status >= 500 for _, status in fuzzer.statuses)

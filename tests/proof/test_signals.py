@@ -16,7 +16,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from pathlib import Path
 
 import httpx
@@ -142,22 +142,49 @@ def test_a_killed_servers_stale_handle_is_dropped_at_the_next_start(tmp_path: Pa
         assert_nothing_left(data_dir, log_path)
 
 
+def workers_of(proc: subprocess.Popen[bytes], data_dir: Path, *, besides: Collection[int] = ()) -> list[psutil.Process]:
+    """The supervisor's two workers, each holding its handle (and none of ``besides``), once they are."""
+    deadline = time.monotonic() + READY_SECONDS
+    while True:
+        workers = []
+        for child in psutil.Process(proc.pid).children():
+            with contextlib.suppress(psutil.Error):  # a zombie has no command line
+                if child.pid not in besides and "spawn_main" in " ".join(child.cmdline()):
+                    workers.append(child)
+        if (len(workers) == 2 and len(handles(data_dir)) == 3) or time.monotonic() > deadline:
+            return workers
+        time.sleep(0.2)
+
+
 def test_serve_with_two_workers_stopped_by_sigterm_leaves_nothing(tmp_path: Path) -> None:
     data_dir = tmp_path / "data"
     with no_leak(data_dir):
         # several workers share a vector index in PostgreSQL (the embedded one of one process is refused)
         proc, log_path = serve(data_dir, workers=2, CTXMEM_VECTOR_BACKEND="pgvector")
         # /readyz answers once one worker is up: wait (bounded) for the other to start and take its handle.
-        deadline = time.monotonic() + READY_SECONDS
-        while True:
-            workers = [c for c in psutil.Process(proc.pid).children() if "spawn_main" in " ".join(c.cmdline())]
-            if (len(workers) == 2 and len(handles(data_dir)) == 3) or time.monotonic() > deadline:
-                break
-            time.sleep(0.2)
+        workers = workers_of(proc, data_dir)
         assert len(workers) == 2
         assert sorted(handles(data_dir)) == sorted([proc.pid, *(w.pid for w in workers)])
         assert stop(proc, signal.SIGTERM, log_path) == 0, log_of(log_path)[-3000:]
         assert not any(w.is_running() and w.status() != psutil.STATUS_ZOMBIE for w in workers)
+        assert_nothing_left(data_dir, log_path)
+
+
+def test_one_worker_sent_sigterm_gives_its_handle_back_and_is_replaced(tmp_path: Path) -> None:
+    data_dir = tmp_path / "data"
+    with no_leak(data_dir):
+        proc, log_path = serve(data_dir, workers=2, CTXMEM_VECTOR_BACKEND="pgvector")
+        first = workers_of(proc, data_dir)
+        assert len(first) == 2, log_of(log_path)[-3000:]
+        gone = first[0]
+        gone.send_signal(signal.SIGTERM)
+        # The supervisor reaps it (a zombie until then) and starts another, which takes a handle of its own.
+        now = workers_of(proc, data_dir, besides={gone.pid})
+        assert len(now) == 2, log_of(log_path)[-3000:]
+        assert gone.pid not in handles(data_dir)
+        assert sorted(handles(data_dir)) == sorted([proc.pid, *(w.pid for w in now)])
+        assert len(postgres_of(data_dir)) >= 1  # the server went on: other holders remain
+        assert stop(proc, signal.SIGTERM, log_path) == 0, log_of(log_path)[-3000:]
         assert_nothing_left(data_dir, log_path)
 
 

@@ -58,7 +58,7 @@ def test_anything_but_an_issued_cursor_is_a_422_naming_the_parameter(cursor: str
         decode_cursor(cursor, "asc")
     body = err.value.body()
     assert body["status"] == 422
-    assert body["errors"] == [{"loc": ["query", "cursor"], "msg": "invalid cursor", "type": "value_error"}]
+    assert body["errors"] == [{"loc": ["query", "cursor"], "msg": body["detail"], "type": "value_error"}]
     assert "next_cursor" in body["detail"]  # says what to send instead
 
 

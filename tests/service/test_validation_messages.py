@@ -10,7 +10,7 @@ from pydantic import BaseModel, ValidationError
 
 from schemas.profiles import ObservationBatchCreate
 from schemas.windows import WindowRequest
-from service.validation_messages import explain, fields_at
+from service.validation_messages import explain, fields_at, location, relevant
 
 
 def all_errors(model: type[BaseModel], body: Any) -> list[dict[str, Any]]:
@@ -136,3 +136,26 @@ def test_an_empty_safe_text_says_it_needs_a_character() -> None:
 
     err = first_error(SearchRequest, {"query": ""})
     assert explain(err, body_model=None, content_type=None) == "query must have at least 1 character"
+
+
+def test_a_union_fields_location_is_the_field_not_the_branch_pydantic_tried() -> None:
+    """A message's content is a string or a list of parts: an error names messages[0].content, not the
+    branch's type (which printed a Python function's address)."""
+    body = {"input": "x", "max_tokens": 5, "messages": [{"role": "user", "content": "a\x00b"}]}
+    errors = all_errors(WindowRequest, body)
+    messages = [explain(e, body_model=WindowRequest, content_type=None) for e in errors]
+    assert "messages[0].content: text must not contain NUL bytes" in messages
+    assert all("function" not in m and "[" not in m.split(":")[0].replace("[0]", "") for m in messages), messages
+    assert {tuple(location(e["loc"])) for e in errors} == {("body", "messages", "0", "content")}
+
+
+def test_a_union_reports_the_branch_of_the_values_own_type() -> None:
+    """A string with a NUL fails the string branch for its text and the list branch for being a string:
+    only the first is worth reading. A value of no branch's type keeps every mismatch."""
+    body = {"input": "x", "max_tokens": 5, "messages": [{"role": "user", "content": "a\x00b"}]}
+    kept = relevant(all_errors(WindowRequest, body))
+    assert [explain(e, body_model=WindowRequest, content_type=None) for e in kept] == [
+        "messages[0].content: text must not contain NUL bytes"
+    ]
+    body["messages"] = [{"role": "user", "content": 5}]
+    assert len(relevant(all_errors(WindowRequest, body))) == len(all_errors(WindowRequest, body)) >= 2

@@ -93,6 +93,12 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "ctxmem-mcp") -> int:
     args = parser.parse_args(argv)
     if not args.user:
         parser.error("--user (or CTXMEM_MCP_USER) is required: the one user this server acts for")
+    for flag, value in (("--user", args.user), ("--session", args.session)):
+        if value in (".", ".."):  # the same refusal as build_server's, as a usage error rather than a traceback
+            parser.error(
+                f"{flag} {value!r} is a URL dot-segment, which ctxmem refuses for writes (clients and proxies that "
+                "normalise paths cannot reach it): choose another id"
+            )
     if args.transport == "http" and args.host not in LOOPBACK and not args.http_token:
         parser.error(
             f"--host {args.host} serves MCP beyond this machine: set --http-token (or CTXMEM_MCP_HTTP_TOKEN), "
