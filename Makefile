@@ -1,38 +1,47 @@
 # Two entry points: `make serve` (run the service on the embedded default) and `make test` (everything CI runs).
+# Each installs what it needs into .venv and leaves a stamp: `make serve` the runtime dependencies alone,
+# `make test` the rest on top (the dev and otel extras, the SDK with its framework extras). So `make test`
+# after `make serve` adds only what is missing, and `make serve` after `make test` installs nothing.
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed-$(shell cat pyproject.toml sdk/python/pyproject.toml | cksum | cut -d' ' -f1)
+RUNTIME_STAMP := $(VENV)/.runtime-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+TEST_STAMP := $(VENV)/.test-$(shell cat pyproject.toml sdk/python/pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: serve test lint typecheck pytest bench demo clean
+.PHONY: serve test lint typecheck pytest bench clean
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "ctxmem needs Python 3.11+, found " + sys.version.split()[0])'
 	$(PYTHON) -m venv $(VENV)
 
-$(STAMP): $(BIN)/python pyproject.toml sdk/python/pyproject.toml
+$(RUNTIME_STAMP): $(BIN)/python pyproject.toml
 	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e .
+	@rm -f $(VENV)/.runtime-* $(VENV)/.installed-*
+	@touch $(RUNTIME_STAMP)
+
+$(TEST_STAMP): $(RUNTIME_STAMP) sdk/python/pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev,otel]'
 	$(BIN)/python -m pip install --quiet -e 'sdk/python[mcp,langgraph,agents]'
-	@rm -f $(VENV)/.installed-*
-	@touch $(STAMP)
+	@rm -f $(VENV)/.test-*
+	@touch $(TEST_STAMP)
 
-serve: $(STAMP)
+serve: $(RUNTIME_STAMP)
 	$(BIN)/ctxmem serve
 
-lint: $(STAMP)
+lint: $(TEST_STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
-typecheck: $(STAMP)
+typecheck: $(TEST_STAMP)
 	$(BIN)/mypy
 
-pytest: $(STAMP)
+pytest: $(TEST_STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 test: lint typecheck pytest
 
-bench: $(STAMP)
+bench: $(TEST_STAMP)
 	$(BIN)/python -m bench.ingest
 
 clean:
