@@ -294,9 +294,54 @@ def test_links_between_pages_resolve() -> None:
     assert not broken, "broken links:\n" + "\n".join(broken)
 
 
-def test_readme_lists_every_page() -> None:
+def _readme_section(title: str) -> str:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert "## Documentation" in readme
-    section = readme.split("## Documentation", 1)[1].split("\n## ", 1)[0]
-    missing = [page for page in PAGES if f"(docs/{page})" not in section]
+    assert f"\n## {title}\n" in readme, f"README has no section {title!r}"
+    return readme.split(f"\n## {title}\n", 1)[1].split("\n## ", 1)[0]
+
+
+def test_readme_lists_every_page() -> None:
+    section = _readme_section("Documentation")
+    pages = sorted(p.name for p in DOCS.glob("*.md"))
+    assert set(PAGES) <= set(pages), pages
+    missing = [page for page in pages if f"(docs/{page})" not in section]
     assert not missing, f"README's Documentation section does not link: {missing}"
+
+
+def test_readme_stays_a_first_hour_page() -> None:
+    # The README serves a user's first hour; the API, every setting and the benchmark history live in docs/
+    # and bench/README.md.
+    size = (ROOT / "README.md").stat().st_size
+    assert size <= 12 * 1024, f"README.md is {size} bytes; move detail to docs/ or bench/README.md"
+
+
+def _numbers(text: str) -> list[str]:
+    return re.findall(r"\d[\d,]*(?:\.\d+)?", text)
+
+
+def test_readme_figures_are_bench_results() -> None:
+    """Each headline figure names the command that measured it, and every number in it is one that
+    bench/README.md's results report, so the two cannot drift apart."""
+    section = _readme_section("Headline figures")
+    assert "(bench/README.md#results)" in section
+    rows = [r for r in re.findall(r"^\| (.+) \|$", section, re.M) if not r.startswith(("what |", "---"))]
+    assert len(rows) >= 5, rows
+    bench_readme = (ROOT / "bench" / "README.md").read_text(encoding="utf-8")
+    assert "\n## Results\n" in bench_readme
+    results = bench_readme.split("\n## Results\n", 1)[1]
+    wrong = []
+    for row in rows:
+        what, figure, command = (c.strip() for c in row.split(" | "))
+        match = re.fullmatch(r"`(?:python -m (bench\.\w+)[^`]*|make bench)`", command)
+        module = (match.group(1) if match.group(1) else "bench.ingest") if match else None
+        if module is None or not (ROOT / (module.replace(".", "/") + ".py")).exists():
+            wrong.append(f"{what}: no benchmark command in {command!r}")
+            continue
+        if module not in bench_readme:
+            wrong.append(f"{what}: {module} is not in bench/README.md")
+        numbers = _numbers(figure)
+        assert numbers, row
+        for number in numbers:
+            if not re.search(rf"(?<![\d.,]){re.escape(number)}(?![\d])", results):
+                wrong.append(f"{what}: {number} is not among bench/README.md's results")
+    assert not wrong, "\n".join(wrong)

@@ -4,7 +4,7 @@ Every route the app serves must have a row in ``MATRIX`` — a new route fails
 ``test_every_route_has_a_row`` until someone decides who may call it — and every row is called by each
 caller: no key, a malformed key, an unknown key, a revoked key, each role of the owning tenant, and each
 role of another tenant aimed at the owner's user and ids. The expected status of each cell comes from the
-role table in the README (API overview). Another tenant never changes or sees the owner's rows.
+role table in docs/api.md (Authentication and roles). Another tenant never changes or sees the owner's rows.
 """
 
 from __future__ import annotations
