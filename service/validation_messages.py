@@ -61,8 +61,8 @@ def location(loc: Sequence[Any]) -> list[str]:
 def relevant(errors: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """The errors worth reporting: a value that fails a union fails every branch, and the branches of
     another JSON type only say so ("Input should be a valid list" for a string with a NUL in it). Where a
-    branch of the value's own type has a real error, the other branches' type mismatches are left out."""
-    real: set[tuple[str, ...]] = set()
+    branch has a real error at the value or inside it, the other branches' type mismatches are left out."""
+    real: list[tuple[str, ...]] = []
     mismatch = []
     for err in errors:
         loc = tuple(location(err.get("loc", ())))
@@ -70,8 +70,13 @@ def relevant(errors: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         is_type = str(err.get("type", "")).endswith("_type") or err.get("type") == "none_required"
         mismatch.append(branch and is_type)
         if not (branch and is_type):
-            real.add(loc)
-    return [err for err, off in zip(errors, mismatch, strict=True) if not (off and tuple(location(err["loc"])) in real)]
+            real.append(loc)
+
+    def explained(err: dict[str, Any]) -> bool:
+        loc = tuple(location(err["loc"]))
+        return any(other[: len(loc)] == loc for other in real)
+
+    return [err for err, off in zip(errors, mismatch, strict=True) if not (off and explained(err))]
 
 
 def _where(loc: Sequence[Any]) -> str:

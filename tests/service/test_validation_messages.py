@@ -157,5 +157,11 @@ def test_a_union_reports_the_branch_of_the_values_own_type() -> None:
     assert [explain(e, body_model=WindowRequest, content_type=None) for e in kept] == [
         "messages[0].content: text must not contain NUL bytes"
     ]
+    # A list of parts with a bad part: the part's error, not "content: Input should be a valid string".
+    body["messages"] = [{"role": "user", "content": [{"type": "text", "text": "a\x00"}]}]
+    kept = relevant(all_errors(WindowRequest, body))
+    assert [explain(e, body_model=WindowRequest, content_type=None) for e in kept] == [
+        "messages[0].content[0].text: text must not contain NUL bytes"
+    ]
     body["messages"] = [{"role": "user", "content": 5}]
     assert len(relevant(all_errors(WindowRequest, body))) == len(all_errors(WindowRequest, body)) >= 2
