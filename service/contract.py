@@ -94,10 +94,12 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule("`content` holds some non-whitespace text", "items", ITEM_WRITES, r"must contain non-whitespace text"),
     Rule(
-        "exactly one budget, `max_tokens` or `context_limit`; the pinned constraints must fit it (`budget-too-small`)",
+        "exactly one budget, `max_tokens` or `context_limit` (with `reserve_tokens` smaller than it); the "
+        "pinned constraints must fit it (`budget-too-small`)",
         "window",
         r"^POST /v1/users/\{user_id\}/window$",
-        r"a budget is needed|not both|^urn:ctxmem:problem:budget-too-small:",
+        r"a budget is needed|not both|reserve_tokens must be smaller than context_limit"
+        r"|^urn:ctxmem:problem:budget-too-small:",
     ),
     Rule(
         "a message's `role` decides its fields: a `tool` message needs `tool_call_id`; only `assistant` "
