@@ -17,7 +17,7 @@ line; a long one only at L0). Three tables are printed:
 
 * window, answered: the measure above, per mode, beside the recency baseline;
 * window, reached: the same, but a turn placed at any level (an index line too) counts;
-* the ranking alone: each mode's relevance ranking (``service.windows.recall.relevance``: the lexical
+* the ranking alone: each mode's relevance ranking (``service.recall.service.relevance``: the lexical
   and vector rankings and their RRF fusion, the relevance the window ranks by) used to fill the same budget
   with whole turns, most relevant first. This separates the quality of the rankings from what the window's
   compression does with them.
@@ -56,7 +56,7 @@ from service.clock import Clock
 from service.context import RequestContext
 from service.db.engine import session_scope
 from service.items.service import create_items
-from service.windows.recall import relevance as rank_relevance
+from service.recall.service import relevance as rank_relevance
 from service.windows.service import build_window
 
 DATA = Path(__file__).parent / "data" / "recall_eval.json"
@@ -186,9 +186,8 @@ async def main(args: argparse.Namespace) -> int:
                     | {"window_mode": w["mode"], "used": w["tokens"]["used"]}
                 )
                 async with db.sessionmaker() as s:
-                    found = await rank_relevance(
-                        s, recall, mode_settings, tenant_id=tenant, user_id=user, query=q["question"], now=Clock().now()
-                    )
+                    ctx = RequestContext(s, principal, mode_settings, tokenizer, Clock().now(), recall)
+                    found = await rank_relevance(ctx, user_id=user, query=q["question"], documents=0)
                 kept = fill(rows_of[user], q["question"], args.budget, count, found.scores)
                 ranking[mode].append(outcome(q, {i: 0 for i in kept}, kept, item_of))
             window_ms[mode] = elapsed * 1000 / len(data["questions"])
@@ -220,7 +219,7 @@ async def main(args: argparse.Namespace) -> int:
             ),
         }
         tables["ranking"] = (
-            "the ranking alone: turns by relevance (service.windows.recall), filled at L0 to the same budget",
+            "the ranking alone: turns by relevance (service.recall), filled at L0 to the same budget",
             ranking,
             "answered",
         )

@@ -20,7 +20,7 @@ The service time is measured six ways: the same request again and again (the row
 per-process window cache serves what the rows give); a new input every call (what a conversation does:
 the text to count and the query change each turn); with vector recall off (relevance from PostgreSQL
 only, as when the index is down: ``degraded``); a new input every call ranked by BM25 in PostgreSQL
-rather than from the process's copy of the user's texts (service/windows/lexicon.py); the first window
+rather than from the process's copy of the user's texts (service/recall/lexicon.py); the first window
 after a write, as in a conversation that stores each turn (one episode of the request's session written
 and indexed before each call, untimed: the window's state is rebuilt, reusing what did not change, and
 the copy of the texts brought up to date); and with both caches off, so every call fetches and derives
@@ -67,12 +67,12 @@ from service.db.engine import create_database, plain_url, session_scope
 from service.db.models import active_sql
 from service.items.service import create_items
 from service.profiles.service import add_observations
+from service.recall.service import relevance
 from service.settings import Settings
 from service.tokenizer import build_tokenizer
 from service.vectors.base import VectorPoint
 from service.vectors.recall import build_recall
 from service.windows import repository as window_repository
-from service.windows.recall import relevance
 from service.windows.service import build_window
 
 WORDS = [
@@ -331,16 +331,8 @@ async def main(args: argparse.Namespace) -> int:
             for query, into in ((queries[i % 64], retrieve_ms), (req.input, fixed_ms)):
                 async with db.reads() as s:
                     t0 = time.perf_counter()
-                    found = await relevance(
-                        s,
-                        recall,
-                        settings,
-                        tenant_id=tenant,
-                        user_id=user,
-                        query=query,
-                        now=Clock().now(),
-                        documents=n_items,
-                    )
+                    ctx = RequestContext(s, principal, settings, tokenizer, Clock().now(), recall)
+                    found = await relevance(ctx, user_id=user, query=query, documents=n_items)
                     dt = (time.perf_counter() - t0) * 1000
                     await s.rollback()
                 if i >= 50:
@@ -353,16 +345,8 @@ async def main(args: argparse.Namespace) -> int:
         from_elsewhere = sum(1 for sec in w["sections"] for p in sec["items"] if p["reason"].startswith("recalled"))
 
         async with db.sessionmaker() as s:
-            found = await relevance(
-                s,
-                recall,
-                settings,
-                tenant_id=tenant,
-                user_id=user,
-                query=req.input,
-                now=Clock().now(),
-                documents=n_items,
-            )
+            ctx = RequestContext(s, principal, settings, tokenizer, Clock().now(), recall)
+            found = await relevance(ctx, user_id=user, query=req.input, documents=n_items)
         retrieved_ids = list(found.scores)
         # As the window reads: outside a transaction, on generic plans (its reads pool, service/db/engine.py).
         raw = await asyncpg.connect(plain_url(url), server_settings={"plan_cache_mode": "force_generic_plan"})

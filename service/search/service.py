@@ -1,4 +1,4 @@
-"""Search: the user's items ranked by the relevance the window uses (windows/recall.py: BM25 in PostgreSQL
+"""Search: the user's items ranked by the relevance the window uses (recall/service.py: BM25 in PostgreSQL
 fused with the vector index, plus the conversation context of each matching turn), filtered as the
 request says, each with the parts of its score and why it matched."""
 
@@ -11,11 +11,9 @@ from schemas.search import InForceStatus, SearchHit, SearchRequest, SearchRespon
 from scoring.relevance import explain_match
 from service.auth.service import Permission
 from service.context import RequestContext
-from service.db.engine import driver_connection
 from service.db.replicas import Reads
+from service.recall import service as recall
 from service.search import repository
-from service.windows import recall
-from service.windows.repository import Selection, applicable_count
 
 IN_FORCE = get_args(InForceStatus)
 
@@ -36,18 +34,7 @@ async def _search(ctx: RequestContext, *, user_id: str, req: SearchRequest) -> S
     ranking are filtered: a narrow filter over a common query can find fewer than exist."""
     ctx.principal.require(Permission.ITEMS_READ)
     tenant_id = ctx.principal.tenant_id
-    driver = await driver_connection(ctx.session)
-    documents = await applicable_count(driver, Selection(tenant_id=tenant_id, user_id=user_id).args())
-    found = await recall.relevance(
-        ctx.session,
-        ctx.vectors,
-        ctx.settings,
-        tenant_id=tenant_id,
-        user_id=user_id,
-        query=req.query,
-        now=ctx.now,
-        documents=documents,
-    )
+    found = await recall.relevance(ctx, user_id=user_id, query=req.query)
     ranked = sorted(found.scores, key=lambda i: (-found.scores[i], i))
     filters = repository.Filters(
         statuses=req.statuses or IN_FORCE,

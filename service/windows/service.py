@@ -26,11 +26,14 @@ from scoring.window_policy import ValueModel
 from service.auth.service import Permission
 from service.context import RequestContext
 from service.conversations import service as conversations
+from service.db.selection import Selection
 from service.errors import BudgetTooSmallError, HistoryInvalid
+from service.recall import service as recall
+from service.recall.repository import LexicalTerms, terms_args
 from service.settings import Settings
 from service.tokenizer import Tokenizer
 from service.tracing import traced
-from service.windows import recall, repository
+from service.windows import repository
 from service.windows.cache import CACHE
 from service.windows.metrics import WindowStats
 from service.windows.state import ProfilePart, UserState, Variant, item_element, profile_part, retrieved_elements
@@ -144,11 +147,7 @@ async def build_window(
     # The index is searched while PostgreSQL checks the cache (and reads the query's terms with it): the
     # search holds the interpreter, so it overlaps only with a statement in flight.
     query = req.query or req.input
-    searched = asyncio.ensure_future(
-        recall.vector_result(
-            ctx.vectors, settings, mode=None, tenant_id=principal.tenant_id, user_id=user_id, query=query
-        )
-    )
+    searched = asyncio.ensure_future(recall.vector_result(ctx, user_id=user_id, query=query))
     try:
         state, first = await _user_state(ctx, user_id, req, count)
         variant = state.variant(pin_goal=req.goal is None, pin_plan=req.plan is None)
@@ -454,7 +453,7 @@ async def _retrieve(
     state: UserState,
     count: TokenCounter,
     *,
-    first: repository.LexicalTerms | None = None,
+    first: LexicalTerms | None = None,
     searched: Awaitable[recall.VectorResult] | None = None,
 ) -> tuple[recall.Relevance, list[Element], list[tuple[str, str]], int]:
     """Retrieve (docs/design.md §3.6 step 1): the relevance of the user's items to the query (hybrid: PostgreSQL
@@ -468,13 +467,9 @@ async def _retrieve(
     settings = ctx.settings
     selection = _selection(ctx, user_id, req)
     found = await recall.relevance(
-        ctx.session,
-        ctx.vectors,
-        settings,
-        tenant_id=ctx.principal.tenant_id,
+        ctx,
         user_id=user_id,
         query=req.query or req.input,
-        now=ctx.now,
         documents=state.applicable,
         first=first,
         searched=searched,
@@ -492,8 +487,8 @@ async def _retrieve(
     return found, elements, left_out, applicable
 
 
-def _selection(ctx: RequestContext, user_id: str, req: WindowRequest) -> repository.Selection:
-    return repository.Selection(
+def _selection(ctx: RequestContext, user_id: str, req: WindowRequest) -> Selection:
+    return Selection(
         tenant_id=ctx.principal.tenant_id,
         user_id=user_id,
         session_id=req.session_id,
@@ -507,7 +502,7 @@ def _selection(ctx: RequestContext, user_id: str, req: WindowRequest) -> reposit
 @traced("window.state")
 async def _user_state(
     ctx: RequestContext, user_id: str, req: WindowRequest, count: Callable[[str], int]
-) -> tuple[UserState, repository.LexicalTerms | None]:
+) -> tuple[UserState, LexicalTerms | None]:
     """The row-derived part of the window: from the cache when ``window_version`` confirms it, else built
     from a fresh fetch (and cached, unless this transaction has written: see repository). A state rebuilt
     because the items changed keeps the profile part of the one it replaces when the entries did not
@@ -527,11 +522,11 @@ async def _user_state(
     clean = False
     stale: UserState | None = None
     profile: ProfilePart | None = None
-    first: repository.LexicalTerms | None = None
+    first: LexicalTerms | None = None
     if use_cache:
         known = CACHE.peek(key)
         if isinstance(known, UserState):
-            first = repository.terms_args(
+            first = terms_args(
                 tenant_id=selection.tenant_id,
                 user_id=user_id,
                 query=req.query or req.input,

@@ -1,24 +1,28 @@
 """Recall on a small fixed corpus, through the real stack: items written over HTTP, the outbox applied by
-the worker, then ``service.windows.recall.relevance`` in each mode. The default embedder is asked
+the worker, then ``service.recall.service.relevance`` in each mode. The default embedder is asked
 questions that share words with their answer (it captures no paraphrase); the sentence model (the
 ``minilm`` extra, when installed) is asked paraphrases."""
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
+from service.auth.service import Principal
 from service.clock import Clock
+from service.context import RequestContext
 from service.db.engine import Database, session_scope
+from service.recall.service import relevance
 from service.settings import Settings
+from service.tokenizer import ESTIMATE, Tokenizer
 from service.vectors.embedders import build_embedder
 from service.vectors.qdrant_edge import QdrantEdgeIndex
 from service.vectors.recall import VectorRecall
 from service.vectors.worker import OutboxWorker
-from service.windows.recall import relevance
 from tests.conftest import TenantKeys
 
 CORPUS = [
@@ -65,8 +69,9 @@ async def store(client: httpx.AsyncClient, tenant: TenantKeys, user: str) -> lis
 async def best(db: Database, recall: VectorRecall | None, settings: Settings, tenant: str, user: str, q: str,
                mode: str) -> list[str]:  # fmt: skip
     async with session_scope(db) as s:
-        found = await relevance(s, recall, settings, tenant_id=tenant, user_id=user, query=q, now=Clock().now(),
-                                mode=mode)  # fmt: skip
+        principal = Principal(tenant_id=tenant, key_id=uuid.uuid4(), role="agent")
+        ctx = RequestContext(s, principal, settings, Tokenizer(name=ESTIMATE, exact=False), Clock().now(), recall)
+        found = await relevance(ctx, user_id=user, query=q, documents=0, mode=mode)
     assert found.warnings == []
     return sorted(found.scores, key=lambda i: (-found.scores[i], i))
 

@@ -14,13 +14,13 @@ from sqlalchemy import text
 
 from service.clock import Clock, FixedClock
 from service.db.engine import Database, session_scope
+from service.recall.repository import lexical_ranking
 from service.settings import Settings
 from service.vectors.embedders import EmbeddingError, HashingEmbedder
 from service.vectors.qdrant_edge import BuildParams, QdrantEdgeIndex
 from service.vectors.recall import VectorRecall
 from service.vectors.repository import lag, revive_dead
 from service.vectors.worker import OutboxWorker
-from service.windows.recall import lexical_ranking
 from tests.conftest import TenantKeys
 
 

@@ -23,7 +23,9 @@ from service.auth.service import Principal
 from service.clock import Clock
 from service.context import RequestContext
 from service.db.engine import Database
+from service.db.selection import Selection
 from service.items.service import create_items
+from service.recall import repository as recall_repository
 from service.settings import Settings
 from service.windows import repository
 from service.windows.cache import CACHE, WindowCache
@@ -338,7 +340,7 @@ async def test_rows_held_are_read_again_only_in_a_new_version(
     items = [{"type": "constraint", "content": f"rule {i}", "source": "user"} for i in range(3)]
     r = await client.post(ITEMS + "/batch", json={"items": items}, headers=tenant.agent)
     assert r.status_code == 201, r.text
-    selection = repository.Selection(
+    selection = Selection(
         tenant_id=tenant.tenant_id,
         user_id=USER,
         session_id=None,
@@ -374,7 +376,7 @@ async def test_retrieved_rows_held_are_read_again_only_in_a_new_version(
     r = await client.post(ITEMS + "/batch", json={"items": items}, headers=tenant.agent)
     assert r.status_code == 201, r.text
     ids = [i["id"] for i in r.json()["items"]]
-    selection = repository.Selection(tenant_id=tenant.tenant_id, user_id=USER)
+    selection = Selection(tenant_id=tenant.tenant_id, user_id=USER)
     async with db.sessionmaker() as session:
         now = datetime(2000, 1, 1, tzinfo=UTC)  # before any expiry: every item is in force
         first = await repository.retrieved_items(session, selection=selection, ids=ids[:4], now=now)
@@ -416,18 +418,18 @@ async def test_retrieved_rows_the_conversation_context_checked_are_taken_without
     r = await client.post(ITEMS + "/batch", json={"items": items}, headers=tenant.agent)
     assert r.status_code == 201, r.text
     ids = [i["id"] for i in r.json()["items"]]
-    selection = repository.Selection(tenant_id=tenant.tenant_id, user_id=USER, session_id="s1", domains=("ops",))
+    selection = Selection(tenant_id=tenant.tenant_id, user_id=USER, session_id="s1", domains=("ops",))
     now = datetime(2000, 1, 1, tzinfo=UTC)
     order = [ids[5], ids[4], ids[3], ids[2], ids[1], ids[0], str(uuid.uuid4())]  # and one not the user's
     read: list[list[str]] = []
     real_read = repository._read_retrieved
 
-    async def spy(session: Any, *, selection: repository.Selection, ids: list[str], now: datetime) -> Any:
+    async def spy(session: Any, *, selection: Selection, ids: list[str], now: datetime) -> Any:
         read.append(list(ids))
         return await real_read(session, selection=selection, ids=ids, now=now)
 
-    async def checked() -> dict[str, repository.Checked | None]:
-        context = await repository.conversation_context(
+    async def checked() -> dict[str, recall_repository.Checked | None]:
+        context = await recall_repository.conversation_context(
             session, tenant_id=tenant.tenant_id, user_id=USER, ids=order, sources=[], reach=0, now=now,
             selection=selection,
         )  # fmt: skip

@@ -12,6 +12,9 @@ import httpx
 import pytest
 
 from service.db.engine import Database, driver_connection
+from service.db.selection import Selection
+from service.recall import repository as recall_repository
+from service.recall.repository import sql_literal
 from service.settings import Settings
 from service.vectors.recall import VectorRecall
 from service.windows import repository
@@ -84,13 +87,13 @@ async def test_a_user_with_100k_items_costs_a_window_a_bounded_set_of_rows(
     await vectors.worker.drain()
 
     own: list[tuple[str, str]] = []
-    real_own = repository.user_postings_sql
+    real_own = recall_repository.user_postings_sql
 
     def spy(tenant_id: str, user_id: str) -> str:
         own.append((tenant_id, user_id))
         return real_own(tenant_id, user_id)
 
-    monkeypatch.setattr(repository, "user_postings_sql", spy)
+    monkeypatch.setattr(recall_repository, "user_postings_sql", spy)
     w = await window(client, tenant, "big", input="When must the Zanzibar migration finish?", max_tokens=2000)
     assert own == [(tenant.tenant_id, "big")]  # this user's postings, by a statement of this user's
     got = placed(w)
@@ -152,13 +155,15 @@ async def test_a_user_with_100k_items_costs_a_window_a_bounded_set_of_rows(
         # user, seq), not by reading the user's 100,000 rows — with a copy's seq, and without one (a user
         # this large has no copy: a plan that scanned the table for "seq > NULL" cost 36 ms a window).
         firsts = [
-            await generic_plan(repository._LEXICAL_TERMS, "text, text, text, int, bigint", t, "'big'", "'zanzibar'", *a)
+            await generic_plan(
+                recall_repository.LEXICAL_TERMS, "text, text, text, int, bigint", t, "'big'", "'zanzibar'", *a
+            )
             for a in (("5001", str(10**12)), ("0", "NULL"))
         ]
         # The conversation context finds its items by primary key, not among the user's conversation turns.
         ids = "'{" + target + "}'"
         context = await generic_plan(
-            repository._CONVERSATION,
+            recall_repository._CONVERSATION,
             "text, text, uuid[], int, timestamptz, uuid[], text, text[], text, text, text, text",
             t, "'big'", ids, "2", "'2000-01-01T00:00:00Z'", ids, "'[?]$'", "NULL", "'s1'", "''", "''", "''",
         )  # fmt: skip
@@ -170,7 +175,7 @@ async def test_a_user_with_100k_items_costs_a_window_a_bounded_set_of_rows(
         try:
             await many_small_users(driver, tenant.tenant_id, "big", users=500, rows=40_000)
             shared = await generic_plan(
-                repository._POSTINGS, "text, text, text[], timestamptz, int",
+                recall_repository._POSTINGS, "text, text, text[], timestamptz, int",
                 t, "'big'", "'{zanzibar,migrat}'", "now()", "1000",
             )  # fmt: skip
             own = await generic_plan(
@@ -204,7 +209,7 @@ async def many_small_users(driver: Any, tenant_id: str, user_id: str, *, users: 
     await driver.execute(
         "CREATE TEMP TABLE copied ON COMMIT DROP AS SELECT id AS old_id, gen_random_uuid() AS new_id, "
         f"'small-' || (row_number() OVER () % {users}) AS user_id FROM context_item "
-        f"WHERE tenant_id = {repository.sql_literal(tenant_id)} AND user_id = {repository.sql_literal(user_id)} "
+        f"WHERE tenant_id = {sql_literal(tenant_id)} AND user_id = {sql_literal(user_id)} "
         f"LIMIT {rows}"
     )
     await driver.execute(
@@ -271,14 +276,14 @@ async def test_the_window_sql_applies_scopes_as_scoring_does(
             i["id"] for i in written if applies(Scoped(i["id"], None, i["scope"], scope_ref(i["scope"], i)), ctx)
         }
         async with db.sessionmaker() as s:
-            selection = repository.Selection(
+            selection = Selection(
                 tenant_id=tenant.tenant_id, user_id="scopes", **{f"{k}_id": v for k, v in where.items()}
             )
             rows, applicable = await repository.window_items(s, selection=selection, recent=1000)
             retrieved = await repository.retrieved_items(s, selection=selection, ids=ids, now=EARLY)
             # What the conversation context checks of the same rows for the window (and what the
             # retrieved rows are then taken from) applies the scopes the same way.
-            context = await repository.conversation_context(
+            context = await recall_repository.conversation_context(
                 s, tenant_id=tenant.tenant_id, user_id="scopes", ids=ids, sources=[], reach=0, now=EARLY,
                 selection=selection,
             )  # fmt: skip
@@ -293,7 +298,7 @@ async def test_the_window_sql_applies_scopes_as_scoring_does(
 
 
 async def test_a_value_written_into_a_statement_reads_back_as_itself(db: Database) -> None:
-    """``repository.sql_literal`` (a large user's postings name the tenant and the user as constants): any
+    """``recall_repository.sql_literal`` (a large user's postings name the tenant and the user as constants): any
     text, quotes and backslashes included, reads back as itself, with standard_conforming_strings on or
     off; NUL, which PostgreSQL text cannot hold, is refused."""
     values = ["u-1", "o'brien", "back\\slash", "\\'; SELECT 1; --", "it''s", "用户", "a\\nb", "'", "\\"]
@@ -302,8 +307,8 @@ async def test_a_value_written_into_a_statement_reads_back_as_itself(db: Databas
         for conforming in ("on", "off"):
             await driver.execute(f"SET standard_conforming_strings = {conforming}")
             for v in values:
-                assert await driver.fetchval(f"SELECT {repository.sql_literal(v)}::text") == v, (conforming, v)
+                assert await driver.fetchval(f"SELECT {sql_literal(v)}::text") == v, (conforming, v)
         await driver.execute("RESET standard_conforming_strings")
         await s.rollback()
     with pytest.raises(ValueError, match="NUL"):
-        repository.sql_literal("a\x00b")
+        sql_literal("a\x00b")

@@ -17,12 +17,12 @@ from sqlalchemy import text
 from schemas.windows import WindowResponse
 from service.app import create_app
 from service.db.engine import Database, session_scope
+from service.recall.repository import lexical_ranking
 from service.settings import Settings
 from service.vectors.embedders import HashingEmbedder
 from service.vectors.qdrant_edge import QdrantEdgeIndex
 from service.vectors.recall import VectorRecall
 from service.vectors.worker import OutboxWorker
-from service.windows.recall import lexical_ranking
 from tests.conftest import TenantKeys
 
 NOW = datetime.now(UTC)
@@ -431,7 +431,7 @@ def test_the_fusion_weight_is_the_embedders_unless_set(settings: Settings) -> No
     sentence model (0.5); the setting overrides both."""
     from types import SimpleNamespace
 
-    from service.windows.recall import fuse
+    from service.recall.service import fuse
 
     lexical, vector = [("a", 2.0)], [("b", 0.95)]
     hashing = SimpleNamespace(embedder=HashingEmbedder())

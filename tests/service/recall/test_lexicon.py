@@ -1,4 +1,4 @@
-"""The per-process copy of a user's lexical index (service/windows/lexicon.py): it ranks exactly as
+"""The per-process copy of a user's lexical index (service/recall/lexicon.py): it ranks exactly as
 PostgreSQL does, and a change to the user's texts — a new item, a superseding write, a tombstone, an
 erasure, an expiry — is seen by the next ranking; changes the worker has not applied yet are searched from
 their text, as without the copy."""
@@ -14,9 +14,9 @@ import pytest
 from sqlalchemy import text
 
 from service.db.engine import Database, session_scope
+from service.recall import lexicon
+from service.recall.repository import lexical_ranking
 from service.vectors.recall import VectorRecall
-from service.windows import lexicon
-from service.windows.recall import lexical_ranking
 from tests.conftest import TenantKeys
 
 NOW = datetime.now(UTC)

@@ -5,7 +5,7 @@ full-text search over ``item_search``) and a vector ranking (the index), fused a
 If the index is off, failing, or lagging behind the outbox by more than ``vector_max_lag_seconds``, the
 window is still served — ranked by PostgreSQL alone — and says ``degraded`` in its warnings. Relevance
 only orders rows the window fetched from PostgreSQL as active, or recalls rows that PostgreSQL confirms
-active (``repository.recalled_items``), so superseded, expired or deleted items never come back through
+active (the window's ``retrieved_items``), so superseded, expired or deleted items never come back through
 it, however stale the index is.
 """
 
@@ -29,12 +29,15 @@ from scoring.relevance import (
     normalised,
     rrf,
 )
+from service.context import RequestContext
+from service.db.engine import driver_connection
 from service.db.models import ACTIVE_STATUSES
+from service.db.selection import Selection
+from service.recall import repository
+from service.recall.repository import lexical_ranking
 from service.settings import Settings
 from service.vectors.recall import VectorRecall
 from service.vectors.repository import lag
-from service.windows import repository
-from service.windows.repository import lexical_ranking
 
 
 async def vector_ranking(
@@ -57,14 +60,13 @@ async def vector_ranking(
 VectorResult = list[tuple[str, float]] | Exception | None
 
 
-async def vector_result(
-    recall: VectorRecall | None, settings: Settings, *, mode: str | None, tenant_id: str, user_id: str, query: str
-) -> VectorResult:
+async def vector_result(ctx: RequestContext, *, user_id: str, query: str, mode: str | None = None) -> VectorResult:
     """``vector_ranking`` as ``relevance`` uses it (under ``mode``, default ``settings.recall.mode``)."""
+    recall, settings = ctx.vectors, ctx.settings
     if (mode or settings.recall.mode) not in ("hybrid", "vector") or recall is None:
         return None
     try:
-        return await vector_ranking(recall, settings, tenant_id=tenant_id, user_id=user_id, query=query)
+        return await vector_ranking(recall, settings, tenant_id=ctx.principal.tenant_id, user_id=user_id, query=query)
     except Exception as exc:  # any failure of the index or the embedder: serve without it
         return exc
 
@@ -74,7 +76,7 @@ class Relevance:
     """Item id → relevance in (0, 1] (1 for the best of this query; items in neither ranking: absent),
     the rankings it was fused from (best first; ``vector`` is ``None`` when the index was not used),
     the warnings to pass on and, for a window's selection, what its conversation context read of the
-    scored rows (``repository.Conversations.checked``, for ``repository.retrieved_items``)."""
+    scored rows (``repository.Conversations.checked``, for the window's ``retrieved_items``)."""
 
     scores: dict[str, float]
     lexical: list[tuple[str, float]] | None
@@ -84,30 +86,34 @@ class Relevance:
 
 
 async def relevance(
-    session: AsyncSession,
-    recall: VectorRecall | None,
-    settings: Settings,
+    ctx: RequestContext,
     *,
-    tenant_id: str,
     user_id: str,
     query: str,
-    now: datetime,
+    documents: int | None = None,
     mode: str | None = None,
-    documents: int = 0,
     first: repository.LexicalTerms | None = None,
     searched: Awaitable[VectorResult] | None = None,
-    selection: repository.Selection | None = None,
+    selection: Selection | None = None,
 ) -> Relevance:
-    """The relevance of the user's items to ``query`` under ``mode`` (default: ``settings.recall.mode``).
-    ``vector`` mode falls back to the lexical ranking when the index cannot be used; ``hybrid`` then
-    uses the lexical ranking alone; either way the warnings say ``degraded``. A caller that has begun
-    them already hands over the lexical ranking's first rows (``first``: repository.window_version) and
-    the index's search (``searched``: ``vector_result`` for the same query and mode). A window passes its
-    ``selection`` (this user's): the conversation context then also checks the scored rows for it."""
+    """The relevance of the user's items to ``query`` under ``mode`` (default: ``settings.recall.mode``), at
+    ``ctx.now``, from ``ctx.vectors`` and PostgreSQL. ``vector`` mode falls back to the lexical ranking
+    when the index cannot be used; ``hybrid`` then uses the lexical ranking alone; either way the
+    warnings say ``degraded``. ``documents``: how many texts the user has, as the lexical ranking
+    estimates term frequencies (None: the items of the user's and global scopes, counted here). A caller
+    that has begun them already hands over the lexical ranking's first rows (``first``: the window's
+    version check) and the index's search (``searched``: ``vector_result`` for the same query and mode). A
+    window passes its ``selection`` (this user's): the conversation context then also checks the scored
+    rows for it."""
+    session, recall, settings, now = ctx.session, ctx.vectors, ctx.settings, ctx.now
+    tenant_id = ctx.principal.tenant_id
     mode = mode or settings.recall.mode
     use_vectors = mode in ("hybrid", "vector")
+    if documents is None:
+        driver = await driver_connection(session)
+        documents = await repository.applicable_count(driver, Selection(tenant_id=tenant_id, user_id=user_id).args())
     if searched is None:
-        searched = vector_result(recall, settings, mode=mode, tenant_id=tenant_id, user_id=user_id, query=query)
+        searched = vector_result(ctx, user_id=user_id, query=query, mode=mode)
 
     # The index is searched while PostgreSQL ranks (the lexical query also says whether the index lags).
     (lexical, waited, _), vec = await asyncio.gather(
@@ -157,7 +163,7 @@ async def in_conversation(
     user_id: str,
     now: datetime,
     query: str = "",
-    selection: repository.Selection | None = None,
+    selection: Selection | None = None,
 ) -> tuple[dict[str, float], dict[str, repository.Checked | None]]:
     """Items read in their conversation and their time (scoring/relevance.py), as ``settings.recall`` says: a
     turn gains from its best neighbours (``in_context``: the neighbours of the ``context_sources`` most

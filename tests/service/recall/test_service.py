@@ -1,4 +1,4 @@
-"""service/windows/recall.py: how the two rankings are fused, and when relevance says it is degraded.
+"""service/recall/service.py: how the two rankings are fused, and when relevance says it is degraded.
 (Recall through the window, outages and lag: test_window_recall.py.)"""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from fastapi import FastAPI
 
 from schemas.items import ItemCreate
 from service.items import service as items
+from service.recall.service import fuse, relevance, vector_ranking
 from service.settings import Settings
 from service.vectors.recall import VectorRecall
-from service.windows.recall import fuse, relevance, vector_ranking
 from tests.conftest import TenantKeys
 from tests.service.service_context import service_context
 
@@ -54,16 +54,7 @@ async def test_without_an_index_relevance_is_degraded_unless_it_never_wanted_one
     app: FastAPI, tenant: TenantKeys, mode: str, warned: bool
 ) -> None:
     async with service_context(app, tenant.agent, now=NOW) as ctx:
-        result = await relevance(
-            ctx.session,
-            None,
-            ctx.settings,
-            tenant_id=tenant.tenant_id,
-            user_id="nobody",
-            query="cache",
-            now=NOW,
-            mode=mode,
-        )
+        result = await relevance(ctx, user_id="nobody", query="cache", documents=0, mode=mode)
     assert result.vector is None and result.scores == {}
     if warned:
         assert result.warnings == ["degraded: vector recall is off; relevance from PostgreSQL full-text search only"]
@@ -81,16 +72,8 @@ async def test_relevance_is_in_zero_one_with_the_best_at_one(
             ctx, user_id=uid, items=[ItemCreate(type="fact", content=t) for t in texts], batch=True
         )
     await vectors.worker.drain()
-    async with service_context(app, tenant.agent) as ctx:
-        result = await relevance(
-            ctx.session,
-            vectors,
-            ctx.settings,
-            tenant_id=tenant.tenant_id,
-            user_id=uid,
-            query="redis cluster",
-            now=ctx.now,
-        )
+    async with service_context(app, tenant.agent, vectors=vectors) as ctx:
+        result = await relevance(ctx, user_id=uid, query="redis cluster", documents=0)
         ranking = await vector_ranking(
             vectors, ctx.settings, tenant_id=tenant.tenant_id, user_id=uid, query="redis cluster"
         )
