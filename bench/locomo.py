@@ -58,6 +58,7 @@ from typing import Any
 from bench.common import bench_database, eval_tenant, evidence_outcome, fill, index_and_read, share, write_and_close
 from schemas.items import ItemCreate
 from schemas.windows import WindowRequest
+from service.caches import ProcessCaches
 from service.clock import Clock
 from service.context import RequestContext
 from service.db.engine import session_scope
@@ -378,6 +379,7 @@ async def main(args: argparse.Namespace) -> int:
         settings, db, tokenizer, tenant, principal = await eval_tenant(
             url, tmp, embedder=args.embedder, vector_backend=args.vector_backend, prefix="bench-locomo"
         )
+        caches = ProcessCaches()  # the process's caches, as the app's lifespan builds them
 
         # 1. Every turn through the real item service.
         t0 = time.perf_counter()
@@ -399,7 +401,7 @@ async def main(args: argparse.Namespace) -> int:
                 ]
                 now = Clock().now()
                 async with session_scope(db) as s:
-                    ctx = RequestContext(s, principal, settings, tokenizer, now)
+                    ctx = RequestContext(s, principal, settings, tokenizer, now, caches=caches)
                     stored = await create_items(ctx, user_id=conv.user_id, items=items, batch=True)
                 ids.update({t.dia_id: str(r.id) for t, r in zip(chunk, stored, strict=True)})
             print(f"stored {conv.sample_id}: {len(conv.turns)} turns", file=sys.stderr)
@@ -449,7 +451,7 @@ async def main(args: argparse.Namespace) -> int:
                 conv_rows = rows_of[conv.user_id]
                 req = WindowRequest(input=q.question, max_tokens=budget, detail="full")  # why evidence was left out
                 async with db.sessionmaker() as s:
-                    ctx = RequestContext(s, principal, settings, tokenizer, Clock().now(), recall)
+                    ctx = RequestContext(s, principal, settings, tokenizer, Clock().now(), recall, caches=caches)
                     t0 = time.perf_counter()
                     w = await build_window(ctx, user_id=conv.user_id, req=req)
                     window_ms[budget].append((time.perf_counter() - t0) * 1000)

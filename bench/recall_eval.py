@@ -52,6 +52,7 @@ from typing import Any
 from bench.common import bench_database, eval_tenant, evidence_outcome, fill, index_and_read, share, write_and_close
 from schemas.items import ItemCreate
 from schemas.windows import WindowRequest
+from service.caches import ProcessCaches
 from service.clock import Clock
 from service.context import RequestContext
 from service.db.engine import session_scope
@@ -133,6 +134,7 @@ async def main(args: argparse.Namespace) -> int:
         settings, db, tokenizer, tenant, principal = await eval_tenant(
             url, tmp, embedder=args.embedder, vector_backend=args.vector_backend, prefix="bench-recall"
         )
+        caches = ProcessCaches()  # the process's caches, as the app's lifespan builds them
 
         # 1. Every turn through the real item service.
         item_of: dict[str, str] = {}
@@ -142,7 +144,7 @@ async def main(args: argparse.Namespace) -> int:
             now = Clock().now()
             turn_ids, items = episodes(conv, now)
             async with session_scope(db) as s:
-                ctx = RequestContext(s, principal, settings, tokenizer, now)
+                ctx = RequestContext(s, principal, settings, tokenizer, now, caches=caches)
                 stored = await create_items(ctx, user_id=conv["user_id"], items=items, batch=True)
             item_of.update({t: str(r.id) for t, r in zip(turn_ids, stored, strict=True)})
         turn_of = {v: k for k, v in item_of.items()}
@@ -172,7 +174,7 @@ async def main(args: argparse.Namespace) -> int:
                 user = user_of[q["conversation"]]
                 req = WindowRequest(input=q["question"], max_tokens=args.budget)
                 async with db.sessionmaker() as s:
-                    ctx = RequestContext(s, principal, mode_settings, tokenizer, Clock().now(), recall)
+                    ctx = RequestContext(s, principal, mode_settings, tokenizer, Clock().now(), recall, caches=caches)
                     t0 = time.perf_counter()
                     w = await build_window(ctx, user_id=user, req=req)
                     elapsed += time.perf_counter() - t0
@@ -186,7 +188,7 @@ async def main(args: argparse.Namespace) -> int:
                     | {"window_mode": w["mode"], "used": w["tokens"]["used"]}
                 )
                 async with db.sessionmaker() as s:
-                    ctx = RequestContext(s, principal, mode_settings, tokenizer, Clock().now(), recall)
+                    ctx = RequestContext(s, principal, mode_settings, tokenizer, Clock().now(), recall, caches=caches)
                     found = await rank_relevance(ctx, user_id=user, query=q["question"], documents=0)
                 kept = fill(rows_of[user], q["question"], args.budget, count, found.scores)
                 ranking[mode].append(outcome(q, {i: 0 for i in kept}, kept, item_of))

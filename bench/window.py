@@ -60,6 +60,7 @@ from schemas.profiles import ObservationCreate
 from schemas.windows import WindowRequest
 from scoring.embedding import hash_embed
 from service.auth.service import Principal, create_key
+from service.caches import ProcessCaches
 from service.clock import Clock
 from service.context import RequestContext
 from service.db import migrate
@@ -220,6 +221,7 @@ async def main(args: argparse.Namespace) -> int:
         db = create_database(url, settings)
         await migrate.upgrade(db.engine)
         tokenizer = build_tokenizer(settings.tokens.tokenizer, cache_dir=settings.resolved_tokenizer_cache_dir)
+        caches = ProcessCaches()  # the process's caches, as the app's lifespan builds them
         tenant = f"bench-window-{secrets.token_hex(3)}"
         user = "u-window"
         async with session_scope(db) as s:
@@ -229,11 +231,11 @@ async def main(args: argparse.Namespace) -> int:
         items = make_items(rnd, args.items)
         for start in range(0, len(items), 1000):
             async with session_scope(db) as s:
-                ctx = RequestContext(s, principal, settings, tokenizer, Clock().now())
+                ctx = RequestContext(s, principal, settings, tokenizer, Clock().now(), caches=caches)
                 await create_items(ctx, user_id=user, items=items[start : start + 1000], batch=True)
         async with session_scope(db) as s:
             await add_observations(
-                RequestContext(s, principal, settings, tokenizer, Clock().now()),
+                RequestContext(s, principal, settings, tokenizer, Clock().now(), caches=caches),
                 user_id=user,
                 observations=make_observations(rnd, args.entries),
                 batch=True,
@@ -310,7 +312,7 @@ async def main(args: argparse.Namespace) -> int:
                 call = req.model_copy(update={"input": f"{queries[i % 64]} (turn {i})"}) if vary else req
                 async with db.reads() as s:
                     t0 = time.perf_counter()
-                    ctx = RequestContext(s, principal, run_settings, tokenizer, Clock().now(), vectors)
+                    ctx = RequestContext(s, principal, run_settings, tokenizer, Clock().now(), vectors, caches=caches)
                     w = await build_window(ctx, user_id=user, req=call)
                     dt = (time.perf_counter() - t0) * 1000
                     await s.rollback()
@@ -331,7 +333,7 @@ async def main(args: argparse.Namespace) -> int:
             for query, into in ((queries[i % 64], retrieve_ms), (req.input, fixed_ms)):
                 async with db.reads() as s:
                     t0 = time.perf_counter()
-                    ctx = RequestContext(s, principal, settings, tokenizer, Clock().now(), recall)
+                    ctx = RequestContext(s, principal, settings, tokenizer, Clock().now(), recall, caches=caches)
                     found = await relevance(ctx, user_id=user, query=query, documents=n_items)
                     dt = (time.perf_counter() - t0) * 1000
                     await s.rollback()
@@ -339,13 +341,13 @@ async def main(args: argparse.Namespace) -> int:
                     into.append(dt)
                     recalled += len(found.scores) if into is retrieve_ms else 0
         async with db.sessionmaker() as s:
-            ctx = RequestContext(s, principal, settings, tokenizer, Clock().now(), recall)
+            ctx = RequestContext(s, principal, settings, tokenizer, Clock().now(), recall, caches=caches)
             w = await build_window(ctx, user_id=user, req=req)
             await s.rollback()
         from_elsewhere = sum(1 for sec in w["sections"] for p in sec["items"] if p["reason"].startswith("recalled"))
 
         async with db.sessionmaker() as s:
-            ctx = RequestContext(s, principal, settings, tokenizer, Clock().now(), recall)
+            ctx = RequestContext(s, principal, settings, tokenizer, Clock().now(), recall, caches=caches)
             found = await relevance(ctx, user_id=user, query=req.input, documents=n_items)
         retrieved_ids = list(found.scores)
         # As the window reads: outside a transaction, on generic plans (its reads pool, service/db/engine.py).
@@ -373,7 +375,7 @@ async def main(args: argparse.Namespace) -> int:
             async with db.sessionmaker() as s:
                 turn = ItemCreate(type="episode", content=text(turns, 15, 60), source="summary", session_id="s-bench")
                 await create_items(
-                    RequestContext(s, principal, settings, tokenizer, Clock().now()),
+                    RequestContext(s, principal, settings, tokenizer, Clock().now(), caches=caches),
                     user_id=user,
                     items=[turn],
                     batch=False,
@@ -383,7 +385,7 @@ async def main(args: argparse.Namespace) -> int:
             call = req.model_copy(update={"input": f"{queries[i % 64]} (turn {i})"})
             async with db.reads() as s:
                 t0 = time.perf_counter()
-                ctx = RequestContext(s, principal, settings, tokenizer, Clock().now(), recall)
+                ctx = RequestContext(s, principal, settings, tokenizer, Clock().now(), recall, caches=caches)
                 await build_window(ctx, user_id=user, req=call)
                 dt = (time.perf_counter() - t0) * 1000
                 await s.rollback()

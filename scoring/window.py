@@ -24,9 +24,9 @@ from __future__ import annotations
 
 import hashlib
 import operator
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from collections.abc import Set as AbstractSet
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from scoring.compress import focused, query_terms
@@ -193,37 +193,48 @@ class Parts:
     rates: tuple[float, ...]
 
 
-_PARTS: dict[tuple[Any, ...], Parts] = {}
-_PARTS_MAX = 65_536
+_Chains = list[tuple[tuple[int, ...], tuple[Point, ...], float]]
 
 
-# The same, by element: a retrieved item's element is one object for as long as the service caches it.
-# Holds the elements it names (so an id is never reused while listed), hence kept small.
-_PARTS_BY_ELEMENT: dict[int, tuple[Element, ValueModel, Parts]] = {}
-_PARTS_BY_ELEMENT_MAX = 4_096
+@dataclass(frozen=True)
+class Memos:
+    """Where :func:`prepare` and :func:`assemble_prepared` keep what they work out across calls: mappings
+    the caller owns and bounds (the service's process caches); by default fresh dicts, which keep nothing
+    beyond one :class:`Prepared`.
+
+    - ``parts``: :class:`Parts` by what they depend on (token counts, which levels repeat which text, the
+      model), so an item retrieved again and again is worked out once;
+    - ``by_element``: the same by element (a retrieved item's element is one object for as long as the
+      service caches it);
+    - ``chains``: the history's chains by its units (a conversation's history stays the same for a few
+      requests).
+
+    Keys hold ``id()`` of the element or the model; each entry holds that object itself, so its id cannot
+    be reused while the entry is listed, and a hit is confirmed with ``is``."""
+
+    parts: MutableMapping[Any, tuple[ValueModel, Parts]] = field(default_factory=dict)
+    by_element: MutableMapping[int, tuple[Element, ValueModel, Parts]] = field(default_factory=dict)
+    chains: MutableMapping[Any, tuple[ValueModel, _Chains]] = field(default_factory=dict)
 
 
-def parts_of(e: Element, model: ValueModel) -> Parts:
-    """:class:`Parts` of an element, memoised on what they depend on (token counts, which levels repeat
-    which text, the model), so an item retrieved again and again is worked out once."""
-    seen = _PARTS_BY_ELEMENT.get(id(e))
+def parts_of(e: Element, model: ValueModel, memos: Memos) -> Parts:
+    """:class:`Parts` of an element, memoised in ``memos`` (``parts``, ``by_element``)."""
+    seen = memos.by_element.get(id(e))
     if seen is not None and seen[0] is e and seen[1] is model:
         return seen[2]
     t = e.texts
     ends = tuple(line_overhead(x, e.verbatim) for x in t)
     key = (e.tokens, ends, t[1] == t[0], t[2] == t[0], t[3] == t[0], t[4] == t[0], t[4] == t[3], id(model))
-    found = _PARTS.get(key)
-    if found is None:
+    held = memos.parts.get(key)
+    if held is not None and held[0] is model:
+        found = held[1]
+    else:
         lines = tuple(_line_tokens(e, lvl) for lvl in range(5))
         shares = model.level_shares(t, e.tokens)
         h = hull(_points(lines, shares))
         found = Parts(lines, shares, h, model.size_factor(e.tokens[0]), rates_of(h))
-        if len(_PARTS) >= _PARTS_MAX:
-            _PARTS.clear()
-        _PARTS[key] = found
-    if len(_PARTS_BY_ELEMENT) >= _PARTS_BY_ELEMENT_MAX:
-        _PARTS_BY_ELEMENT.clear()
-    _PARTS_BY_ELEMENT[id(e)] = (e, model, found)
+        memos.parts[key] = (model, found)
+    memos.by_element[id(e)] = (e, model, found)
     return found
 
 
@@ -233,14 +244,17 @@ class Prepared:
     element at the relevance floor (a request redoes only the groups its relevance or repeats touch).
     Read-only once built, so one instance can serve concurrent requests."""
 
-    def __init__(self, elements: Sequence[Element], model: ValueModel = DEFAULT_MODEL) -> None:
+    def __init__(
+        self, elements: Sequence[Element], model: ValueModel = DEFAULT_MODEL, memos: Memos | None = None
+    ) -> None:
         self.model = model
+        self.memos = memos = memos if memos is not None else Memos()
         self.pinned = tuple(e for e in elements if e.pinned)
         loose = self.loose = tuple(e for e in elements if not e.pinned)
         self.index = {e.id: i for i, e in enumerate(loose)}
         if len(self.index) != len(loose):
             raise ValueError("element ids must be unique")
-        self.parts = [parts_of(e, model) for e in loose]
+        self.parts = [parts_of(e, model, memos) for e in loose]
         # Worth before relevance, with length: relevance multiplies it per request.
         self.base = [e.value * pt.size for e, pt in zip(loose, self.parts, strict=True)]
         self.pinned_lines = sum(_line_tokens(e, 0) for e in self.pinned)
@@ -306,9 +320,10 @@ _DROPPED = {name: _dropped(name) for name, _ in SECTIONS}
 _ONE_SECTION = {name: frozenset((name,)) for name, _ in SECTIONS}
 
 
-def prepare(elements: Sequence[Element], model: ValueModel = DEFAULT_MODEL) -> Prepared:
-    """The request-independent part of :func:`assemble` over ``elements`` (ids must be unique)."""
-    return Prepared(elements, model)
+def prepare(elements: Sequence[Element], model: ValueModel = DEFAULT_MODEL, memos: Memos | None = None) -> Prepared:
+    """The request-independent part of :func:`assemble` over ``elements`` (ids must be unique); what it
+    works out per element is kept in ``memos`` (and used by :func:`assemble_prepared` on it)."""
+    return Prepared(elements, model, memos)
 
 
 def assemble(
@@ -427,7 +442,7 @@ def assemble_prepared(
             if e.id in index:
                 raise ValueError(f"duplicate element id {e.id!r}")
             index[e.id] = i
-            pt = parts_of(e, model)
+            pt = parts_of(e, model, p.memos)
             parts.append(pt)
             b = e.value * pt.size
             base.append(b)
@@ -490,7 +505,7 @@ def assemble_prepared(
         group_values.append(v)
         for k, r in enumerate(step_rates):
             order.append((-INFINITE if r == INFINITE else -(v * r), gi, k))
-    chains = _history_chains(units, model)
+    chains = _history_chains(units, model, p.memos)
     n_items = len(members)
     for kept_units, h, v in chains:
         members.append(kept_units)
@@ -639,22 +654,14 @@ def assemble_prepared(
     )
 
 
-_Chains = list[tuple[tuple[int, ...], tuple[Point, ...], float]]
-_CHAINS: dict[tuple[tuple[Unit, ...], int], tuple[ValueModel, _Chains]] = {}
-_CHAINS_MAX = 4_096
-
-
-def _history_chains(units: Sequence[Unit], model: ValueModel) -> _Chains:
-    """:func:`_chains_of`, memoised (read-only): a conversation's history stays the same for a few
-    requests. Each entry holds its model, so the model's id is never reused while it is listed."""
+def _history_chains(units: Sequence[Unit], model: ValueModel, memos: Memos) -> _Chains:
+    """:func:`_chains_of`, memoised in ``memos.chains`` (read-only)."""
     key = (tuple(units), id(model))
-    found = _CHAINS.get(key)
+    found = memos.chains.get(key)
     if found is not None and found[0] is model:
         return found[1]
     chains = _chains_of(units, model)
-    if len(_CHAINS) >= _CHAINS_MAX:
-        _CHAINS.clear()
-    _CHAINS[key] = (model, chains)
+    memos.chains[key] = (model, chains)
     return chains
 
 

@@ -20,6 +20,7 @@ from jobs.scheduler import STOP_GRACE_SECONDS
 from schemas.common import NEW_ID_PATTERN
 from service import contract, idempotency
 from service.auth.cache import KeyCache, listen_for_revocations
+from service.caches import CacheMetrics, ProcessCaches
 from service.clock import Clock
 from service.console import STATIC_URL as CONSOLE_STATIC_URL
 from service.console import install_html_errors as install_console_errors
@@ -190,6 +191,7 @@ def create_app(
             if settings.database.auto_migrate:
                 await migrate.upgrade(db.engine)
         app.state.db = db
+        app.state.caches = ProcessCaches()  # every cache this process keeps (service/caches.py)
         replicas = build_replicas(settings, replica_metrics)
         app.state.replicas = replicas
         app.state.commit_positions = commit_positions() if replicas is not None else None
@@ -226,6 +228,7 @@ def create_app(
             yield
         finally:
             gc.unfreeze()
+            app.state.caches.clear()
             stop.set()
             if worker_task is not None:
                 await worker_task
@@ -289,6 +292,7 @@ def create_app(
     outbox_gauges = OutboxGauges(registry)
     app.state.outbox_gauges = outbox_gauges
     app.state.window_metrics = WindowMetrics(registry)
+    registry.register(CacheMetrics(lambda: getattr(app.state, "caches", None)))
     # The extractor that learns from stored conversations (None: extraction off; docs/extraction.md).
     app.state.extraction_metrics = ExtractionMetrics(registry)
     app.state.extractor = build_extractor(settings, metrics=app.state.extraction_metrics)

@@ -5,13 +5,14 @@ window then ranks by PostgreSQL alone and says ``degraded``). Built by the endpo
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from service.auth.service import Principal
+from service.caches import ProcessCaches
 from service.settings import Settings
 from service.tokenizer import Tokenizer
 
@@ -27,3 +28,6 @@ class RequestContext:
     tokenizer: Tokenizer
     now: datetime
     vectors: VectorRecall | None = None
+    # The process's caches (service/caches.py); a context built without them (a job, the CLI) gets its own,
+    # which keep nothing beyond it.
+    caches: ProcessCaches = field(default_factory=ProcessCaches)

@@ -14,6 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from schemas.common import DOT_SEGMENTS, ID_PATTERN
 from service import idempotency
 from service.auth.service import Principal, authenticate
+from service.caches import app_caches
 from service.clock import Clock
 from service.context import RequestContext
 from service.db.engine import Database
@@ -242,7 +243,8 @@ async def get_context(
     clock: ClockDep,
 ) -> RequestContext:
     vectors = getattr(request.app.state, "vectors", None)
-    return RequestContext(session, principal, settings, tokenizer, clock.now(), vectors)
+    caches = app_caches(request.app.state)
+    return RequestContext(session, principal, settings, tokenizer, clock.now(), vectors, caches)
 
 
 ContextDep = Annotated[RequestContext, Depends(get_context)]

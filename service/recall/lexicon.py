@@ -30,7 +30,8 @@ Only users with at most ``recall.lexicon_texts`` texts get a copy, at their seco
 texts — not worth it for a user who asks once, and building on every first request would thrash the
 copies once more users ask than they hold); larger users are ranked in PostgreSQL, whose cost stays flat
 (the GIN index is per user and very common terms are dropped). Copies are bounded in all by
-``recall.lexicon_postings`` (LRU over ``cache.WindowCache``), postings and texts each weighing 1: measured
+``recall.lexicon_postings`` (LRU, in ``ProcessCaches.lexicons``: service/caches.py), postings and texts
+each weighing 1: measured
 with tracemalloc, 0.9 MB for 1,000 texts of 34 lexemes over a 5,000-word vocabulary and 1.7 MB for 5,000
 (the arrays' own overhead per term dominates a small copy), so 10-25 bytes per unit of weight.
 """
@@ -38,7 +39,6 @@ with tracemalloc, 0.9 MB for 1,000 texts of 34 lexemes over a 5,000-word vocabul
 from __future__ import annotations
 
 import math
-from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -47,7 +47,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from service.windows.cache import WindowCache
+from service.caches import Memo, ProcessCaches, WindowCache
 
 NEVER = math.inf
 # The rows written since a copy's greatest seq read with the version (the window's first lexical
@@ -178,15 +178,16 @@ async def _reconciled(driver: Any, tenant_id: str, user_id: str, held: Lexicon) 
     return held.with_rows([r for r in rows if r["lexemes"] is not None], [k for k in ids if k not in now])
 
 
-def held(tenant_id: str, user_id: str) -> Lexicon | None:
-    """The copy this process holds of the user's texts, whatever its version."""
-    found = LEXICONS.peek((tenant_id, user_id))
+def held(lexicons: WindowCache, tenant_id: str, user_id: str) -> Lexicon | None:
+    """The copy this process holds of the user's texts (in ``lexicons``), whatever its version."""
+    found = lexicons.peek((tenant_id, user_id))
     return found if isinstance(found, Lexicon) else None
 
 
 async def current(
     driver: Any,
     *,
+    caches: ProcessCaches,
     tenant_id: str,
     user_id: str,
     version: tuple[int, int],
@@ -196,18 +197,21 @@ async def current(
     """This process's copy of the user's texts as of ``version`` (their count and sum of seq), brought up
     to date if it is behind; None if the user's texts changed again meanwhile (the caller ranks in
     PostgreSQL this time). ``since``: a copy and the rows written after its greatest seq, read in the
-    same statement as ``version`` (the ranking's first round trip), which then need not be read here."""
+    same statement as ``version`` (the ranking's first round trip), which then need not be read here.
+    Copies are kept in ``caches.lexicons``, keyed by (tenant, user), and used only once their version
+    matched."""
+    lexicons = caches.lexicons
     key = (tenant_id, user_id)
     want = (version[0], version[1], 0, 0)
-    found = LEXICONS.get(key, want, datetime.min)
+    found = lexicons.get(key, want, datetime.min)
     if isinstance(found, Lexicon):
         return found
     if since is not None:
         base, written = since
         copy, now = base.with_rows(written), want
     else:
-        kept = LEXICONS.peek(key)
-        if not isinstance(kept, Lexicon) and not _asked_before(key):
+        kept = lexicons.peek(key)
+        if not isinstance(kept, Lexicon) and not _asked_before(caches.asked, key):
             return None
         copy = kept if isinstance(kept, Lexicon) else EMPTY
         # In seq order, at most as many as the user has texts: the generic plan reads the index's range.
@@ -218,26 +222,18 @@ async def current(
         copy = await _reconciled(driver, tenant_id, user_id, copy)
     if copy.dead > MAX_DEAD_SHARE * max(len(copy.at), 1):
         copy = await _reconciled(driver, tenant_id, user_id, EMPTY)
-    LEXICONS.put(key, copy, max_entries=max_postings, max_rows=max_postings)
+    lexicons.put(key, copy, max_entries=max_postings, max_rows=max_postings)
     return copy if copy.version == want else None
 
 
-# One per process, keyed by (tenant, user); only ever used after the version was read and matched.
-LEXICONS = WindowCache()
-# The users without a copy who asked for a ranking lately (most recent last, at most ASKED_USERS). A copy is
-# built for a user's second ranking, not the first: building costs ~20 ms per 1,000 texts, which a user
-# who asks once would pay for nothing — and with more users asking than the copies hold, building on
-# every first request would evict and rebuild copies on every window.
-ASKED_USERS = 10_000
-_asked: OrderedDict[tuple[str, str], None] = OrderedDict()
-
-
-def _asked_before(key: tuple[str, str]) -> bool:
-    """Whether ``key`` asked before (and is now forgotten); else remember that it asked."""
-    if key in _asked:
-        del _asked[key]
+def _asked_before(asked: Memo[None], key: tuple[str, str]) -> bool:
+    """Whether ``key`` asked before (and is now forgotten); else remember that it asked. A copy is built
+    for a user's second ranking, not the first: building reads all of the user's texts, which a user who
+    asks once would pay for nothing — and with more users asking than the copies hold, building on every
+    first request would evict and rebuild copies on every window. ``asked`` (``ProcessCaches.asked``)
+    keeps the users who asked lately, the least recent dropped first."""
+    if key in asked:
+        del asked[key]
         return True
-    _asked[key] = None
-    while len(_asked) > ASKED_USERS:
-        _asked.popitem(last=False)
+    asked[key] = None
     return False

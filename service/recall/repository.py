@@ -4,7 +4,6 @@ ranking's estimate of how many texts the user has)."""
 
 from __future__ import annotations
 
-import functools
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -14,6 +13,7 @@ import numpy as np
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from scoring import lexical
+from service.caches import Expiring, Memo, ProcessCaches, WindowCache
 from service.db.engine import driver_connection
 from service.db.models import active_sql
 from service.db.selection import ACTIVE, ROW_VERSION, Selection, applies, retrievable, row_version
@@ -30,21 +30,20 @@ _APPLICABLE_COUNT_SQL = f"SELECT count(*) FROM context_item {_ITEMS_WHERE}"
 # How many items apply to a selection is counted at most once a minute per process: the count reads every
 # one of the user's items (~50 ms at 100,000), it only sizes the response's ``not_retrieved`` and the
 # lexical ranking's estimate of how common a term is among the user's texts, and neither needs it to the
-# item. Keyed by the selection; bounded, cleared when full.
+# item. Kept in ``ProcessCaches.counts``, keyed by the selection.
 COUNT_TTL_SECONDS = 60.0
-_COUNTS: dict[tuple[Any, ...], tuple[float, int]] = {}
 
 
-async def applicable_count(driver: Any, args: tuple[Any, ...]) -> int:
+async def applicable_count(driver: Any, args: tuple[Any, ...], *, counts: Memo[tuple[float, int]]) -> int:
+    """How many active items apply to the selection whose statement parameters are ``args``
+    (``Selection.args``), as counted within the last ``COUNT_TTL_SECONDS`` (``counts``)."""
     key = (*args[:6], tuple(args[6]) if args[6] else None)
     now = time.monotonic()
-    hit = _COUNTS.get(key)
+    hit = counts.get(key)
     if hit is not None and now - hit[0] <= COUNT_TTL_SECONDS:
-        return hit[1]
+        return int(hit[1])
     n = int(await driver.fetchval(_APPLICABLE_COUNT_SQL, *args))
-    if len(_COUNTS) >= 100_000:
-        _COUNTS.clear()
-    _COUNTS[key] = (now, n)
+    counts[key] = (now, n)
     return n
 
 
@@ -92,11 +91,18 @@ class LexicalTerms:
 
 
 def terms_args(
-    *, tenant_id: str, user_id: str, query: str, documents: int, lexicon_texts: int, lexicon_postings: int
+    *,
+    lexicons: WindowCache,
+    tenant_id: str,
+    user_id: str,
+    query: str,
+    documents: int,
+    lexicon_texts: int,
+    lexicon_postings: int,
 ) -> LexicalTerms:
     """What the lexical ranking's first statement asks of a user with ``documents`` items."""
     copy = lexicon_texts > 0 and lexicon_postings > 0 and documents <= lexicon_texts
-    base = lexicon.held(tenant_id, user_id) if copy else None
+    base = lexicon.held(lexicons, tenant_id, user_id) if copy else None
     return LexicalTerms((query, lexicon_texts + 1 if copy else 0, base.top if base is not None else None), base)
 
 
@@ -161,7 +167,6 @@ def sql_literal(value: str) -> str:
     return f"E'{quoted.replace(chr(92), chr(92) * 2)}'" if "\\" in value else f"'{quoted}'"
 
 
-@functools.lru_cache(maxsize=1024)
 def user_postings_sql(tenant_id: str, user_id: str) -> str:
     """The postings statement of one (large) user: tenant and user constants, then the kept terms ($1),
     the time ($2) and the pending limit ($3)."""
@@ -310,23 +315,22 @@ _SHARES_SQL = """
 SELECT most_common_elems::text::text[] AS elems, most_common_elem_freqs AS freqs FROM pg_stats
 WHERE schemaname = current_schema() AND tablename = 'item_search' AND attname = 'tsv'
 """
-# Read at most once a minute per process: planning a join with the pg_stats view costs more than the
-# ranking itself (~8 ms against ~1 ms), and the statistics change only when ANALYZE runs.
-SHARES_TTL_SECONDS = 60.0
-_shares: tuple[float, dict[str, float]] | None = None
+# Read at most once a minute per process (``ProcessCaches.shares``): planning a join with the pg_stats
+# view costs more than the ranking itself, and the statistics change only when ANALYZE runs.
 
 
-async def term_shares(driver: Any) -> dict[str, float]:
+async def term_shares(driver: Any, held: Expiring[dict[str, float]]) -> dict[str, float]:
     """The most common lexemes of the lexical index and the share of indexed texts holding each (empty
-    before the first ANALYZE)."""
-    global _shares
+    before the first ANALYZE), as read within the last minute (``held``)."""
     now = time.monotonic()
-    if _shares is None or now - _shares[0] > SHARES_TTL_SECONDS:
+    shares = held.get(now)
+    if shares is None:
         row = await driver.fetchrow(_SHARES_SQL)
         elems = list(row["elems"] or []) if row is not None else []
         freqs = list(row["freqs"] or [])[: len(elems)] if row is not None else []
-        _shares = (now, dict(zip(elems, freqs, strict=True)))
-    return _shares[1]
+        shares = dict(zip(elems, freqs, strict=True))
+        held.put(now, shares)
+    return shares
 
 
 def _text_row(r: Any) -> dict[str, Any]:
@@ -337,6 +341,7 @@ def _text_row(r: Any) -> dict[str, Any]:
 async def lexical_ranking(
     session: AsyncSession,
     *,
+    caches: ProcessCaches,
     tenant_id: str,
     user_id: str,
     query: str,
@@ -356,10 +361,12 @@ async def lexical_ranking(
     (``max_hits``). A user with at most ``lexicon_texts`` texts and nothing queued is ranked from this
     process's copy of them (lexicon.py; copies bounded by ``lexicon_postings`` in all), the others in
     PostgreSQL. ``first``: the first statement's rows, read already with the window's cache check (used
-    when they answer what this ranking would ask)."""
+    when they answer what this ranking would ask). ``caches``: the process's, for the copies, the term
+    shares and a large user's statement."""
     driver = await driver_connection(session)
-    shares = await term_shares(driver)
+    shares = await term_shares(driver, caches.shares)
     asked = terms_args(
+        lexicons=caches.lexicons,
         tenant_id=tenant_id,
         user_id=user_id,
         query=query,
@@ -382,6 +389,7 @@ async def lexical_ranking(
     if copy and row["lag"] is None and 0 < row["texts"] <= lexicon_texts:
         held = await lexicon.current(
             driver,
+            caches=caches,
             tenant_id=tenant_id,
             user_id=user_id,
             version=(row["texts"], row["seqs"]),
@@ -393,7 +401,10 @@ async def lexical_ranking(
             hits = lexical.bm25(found, held.lengths, held.keys, documents=documents, limit=limit)
             return hits, lag, ignored
     if documents > LARGE_USER_TEXTS:
-        rows = await driver.fetch(user_postings_sql(tenant_id, user_id), kept, now, pending)
+        sql = caches.statements.get((tenant_id, user_id))
+        if sql is None:
+            sql = caches.statements[tenant_id, user_id] = user_postings_sql(tenant_id, user_id)
+        rows = await driver.fetch(sql, kept, now, pending)
     else:
         rows = await driver.fetch(_POSTINGS, tenant_id, user_id, kept, now, pending)
     index: dict[Any, int] = {}

@@ -111,7 +111,8 @@ async def relevance(
     use_vectors = mode in ("hybrid", "vector")
     if documents is None:
         driver = await driver_connection(session)
-        documents = await repository.applicable_count(driver, Selection(tenant_id=tenant_id, user_id=user_id).args())
+        everywhere = Selection(tenant_id=tenant_id, user_id=user_id).args()
+        documents = await repository.applicable_count(driver, everywhere, counts=ctx.caches.counts)
     if searched is None:
         searched = vector_result(ctx, user_id=user_id, query=query, mode=mode)
 
@@ -119,6 +120,7 @@ async def relevance(
     (lexical, waited, _), vec = await asyncio.gather(
         lexical_ranking(
             session,
+            caches=ctx.caches,
             tenant_id=tenant_id,
             user_id=user_id,
             query=query,

@@ -9,6 +9,7 @@ from typing import Any
 import asyncpg
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from service.caches import Memo, ProcessCaches
 from service.db.engine import READS, driver_connection
 from service.db.models import SCOPED_ITEM, STANDING_ITEM
 from service.db.selection import ACTIVE, EVERYWHERE_SQL, ROW_VERSION, Selection, applies, in_instance, retrievable
@@ -153,20 +154,23 @@ async def prefer_generic_plans(session: AsyncSession) -> None:
 
 
 async def window_items(
-    session: AsyncSession, *, selection: Selection, recent: int, held: Sequence[str] = ()
+    session: AsyncSession, *, caches: ProcessCaches, selection: Selection, recent: int, held: Sequence[str] = ()
 ) -> tuple[list[Any], int]:
     """The window's rows, in id order: the standing ones and the ``recent`` newest other applicable ones
     (active; expired ones too: the service reports stale tool results), of the user and global scopes and
     of the selection's session/task/stage/step instances, in its domains or none; and how many active items
     apply to the selection in all. Rows among ``held`` (ids: those of the state this read replaces) that
-    this process read before in the same version are not read again."""
+    this process read before in the same version (``caches.held``) are not read again."""
     driver = await driver_connection(session)
     args = selection.args()
     tenant_id = selection.tenant_id
+    records_held, counts = caches.held, caches.counts
     if not held:
         rows = await driver.fetch(_ITEMS_SQL, *args, recent, record_class=Row)
-        return _hold(tenant_id, await _with_levels(driver, tenant_id, rows)), await applicable_count(driver, args)
-    records = [r for r in (_HELD.get((tenant_id, i)) for i in held) if r is not None]
+        return _hold(records_held, tenant_id, await _with_levels(driver, tenant_id, rows)), await applicable_count(
+            driver, args, counts=counts
+        )
+    records = [r for r in (records_held.get((tenant_id, i)) for i in held) if r is not None]
     rows = await driver.fetch(
         _ITEMS_HELD_SQL,
         *args,
@@ -175,9 +179,9 @@ async def window_items(
         _literal([str(r["version"]) for r in records]),
         record_class=Row,
     )
-    return _merge_held(tenant_id, rows, records, await _with_levels(driver, tenant_id, _unheld(rows))), (
-        await applicable_count(driver, args)
-    )
+    return _merge_held(
+        records_held, tenant_id, rows, records, await _with_levels(driver, tenant_id, _unheld(rows))
+    ), await applicable_count(driver, args, counts=counts)
 
 
 # The next newest applicable items older than the window's newest few: what a window with room to spare
@@ -204,16 +208,15 @@ def _literal(values: Sequence[str]) -> str:
     return "{" + ",".join(values) + "}"
 
 
-# Item rows this process has read in full (retrieved ones and the window's own), by (tenant, id): the record
-# of the version last read (a row version never changes: an update writes a new one). Bounded; cleared when
-# full: a record weighs ~3.7 KB with 350 characters of content and its levels (tracemalloc), so ~75 MB.
-_HELD: dict[tuple[str, str], Any] = {}
-_HELD_MAX = 20_000
+# Item rows this process has read in full (retrieved ones and the window's own) are held in
+# ``ProcessCaches.held`` by (tenant, id): the record of the version last read (a row version never changes:
+# an update writes a new one).
 
 
 async def retrieved_items(
     session: AsyncSession,
     *,
+    caches: ProcessCaches,
     selection: Selection,
     ids: Sequence[str],
     now: Any,
@@ -226,7 +229,7 @@ async def retrieved_items(
     are left out, those this process holds in the version it read are taken as held, and only the others
     are read here (no round trip when none is left)."""
     if not checked:
-        return await _read_retrieved(session, selection=selection, ids=ids, now=now)
+        return await _read_retrieved(session, caches.held, selection=selection, ids=ids, now=now)
     tenant_id = selection.tenant_id
     known: dict[str, tuple[Any, bool]] = {}
     ask: list[str] = []
@@ -237,25 +240,25 @@ async def retrieved_items(
         seen = checked[i]
         if seen is None:
             continue
-        record = _HELD.get((tenant_id, i))
+        record = caches.held.get((tenant_id, i))
         if record is not None and record["version"] == seen[0]:
             known[i] = (record, seen[1])
         else:
             ask.append(i)
     if ask:
-        for record, applies in await _read_retrieved(session, selection=selection, ids=ask, now=now):
+        for record, applies in await _read_retrieved(session, caches.held, selection=selection, ids=ask, now=now):
             known[str(record["id"])] = (record, applies)
     return [known[i] for i in ids if i in known]
 
 
 async def _read_retrieved(
-    session: AsyncSession, *, selection: Selection, ids: Sequence[str], now: Any
+    session: AsyncSession, records_held: Memo[Any], *, selection: Selection, ids: Sequence[str], now: Any
 ) -> list[tuple[Any, bool]]:
     if not ids:
         return []
     driver = await driver_connection(session)
     tenant_id, user_id, session_ref, task_ref, stage_ref, step_ref, domains = selection.args()
-    held = [_HELD.get((tenant_id, i)) for i in ids]
+    held = [records_held.get((tenant_id, i)) for i in ids]
     rows = await driver.fetch(
         _RETRIEVED_HELD_SQL,
         tenant_id,
@@ -271,7 +274,7 @@ async def _read_retrieved(
         record_class=Row,
     )
     rows.sort(key=_place)
-    records = _merge_held(tenant_id, rows, held, await _with_levels(driver, tenant_id, _unheld(rows)))
+    records = _merge_held(records_held, tenant_id, rows, held, await _with_levels(driver, tenant_id, _unheld(rows)))
     return [(record, r["applicable"]) for record, r in zip(records, rows, strict=True)]
 
 
@@ -283,19 +286,19 @@ def _unheld(rows: Sequence[Any]) -> list[Any]:
     return [r for r in rows if r["held"] is None]
 
 
-def _hold(tenant_id: str, records: list[Any]) -> list[Any]:
-    """The records, each held (``_HELD``) as the version of its row read last."""
-    if len(_HELD) + len(records) > _HELD_MAX:
-        _HELD.clear()
+def _hold(records_held: Memo[Any], tenant_id: str, records: list[Any]) -> list[Any]:
+    """The records, each held (``records_held``) as the version of its row read last."""
     for record in records:
-        _HELD[tenant_id, str(record["id"])] = record
+        records_held[tenant_id, str(record["id"])] = record
     return records
 
 
-def _merge_held(tenant_id: str, rows: Sequence[Any], held: Sequence[Any | None], fresh: Sequence[Any]) -> list[Any]:
+def _merge_held(
+    records_held: Memo[Any], tenant_id: str, rows: Sequence[Any], held: Sequence[Any | None], fresh: Sequence[Any]
+) -> list[Any]:
     """A read of held rows made whole: each row sent without its columns (``held``: its place in ``held``,
     from 1) as the record held, the others as read (``fresh``, in order), which are held from now on."""
-    read = iter(_hold(tenant_id, list(fresh)))
+    read = iter(_hold(records_held, tenant_id, list(fresh)))
     return [held[r["held"] - 1] if r["held"] is not None else next(read) for r in rows]
 
 

@@ -2,7 +2,7 @@
 call the pure pipeline in ``scoring.window``, and shape the response. No policy lives here.
 
 What the rows give (``state.UserState``) depends on the request only through the rows it selects, so it
-is kept per process in ``cache.CACHE`` and reused for as long as one cheap query
+is kept per process in ``ctx.caches.windows`` (service/caches.py) and reused for as long as one cheap query
 (``repository.window_version``) shows the same rows in the same versions; a request then only adds its own
 elements, the relevance of each item to its query, and the give-way steps its budget needs."""
 
@@ -24,6 +24,7 @@ from scoring.window import BudgetTooSmall as TooSmall
 from scoring.window import Element, assemble_prepared, pinned_element
 from scoring.window_policy import ValueModel
 from service.auth.service import Permission
+from service.caches import ProcessCaches
 from service.context import RequestContext
 from service.conversations import service as conversations
 from service.db.selection import Selection
@@ -34,7 +35,6 @@ from service.settings import Settings
 from service.tokenizer import Tokenizer
 from service.tracing import traced
 from service.windows import repository
-from service.windows.cache import CACHE
 from service.windows.metrics import WindowStats
 from service.windows.state import ProfilePart, UserState, Variant, item_element, profile_part, retrieved_elements
 
@@ -56,6 +56,8 @@ class TokenCounter:
         self._chars = 0
         self._max_entries, self._max_chars = max_entries, max_chars
         self.additive = tokenizer.exact and tokenizer.name in BLOCK_ADDITIVE
+        # What it may hold, as the process caches weigh it: the texts and ~100 bytes per entry.
+        self.bytes = max_chars + 100 * max_entries
 
     def __call__(self, text: str) -> int:
         n = self._memo.get(text)
@@ -76,13 +78,12 @@ class TokenCounter:
         return sum(self(b) for b in blocks)
 
 
-_COUNTERS: dict[Tokenizer, TokenCounter] = {}
-
-
-def cached_counter(tokenizer: Tokenizer) -> TokenCounter:
-    if tokenizer not in _COUNTERS:
-        _COUNTERS[tokenizer] = TokenCounter(tokenizer)
-    return _COUNTERS[tokenizer]
+def cached_counter(caches: ProcessCaches, tokenizer: Tokenizer) -> TokenCounter:
+    """The process's counter for ``tokenizer`` (``caches.counters``)."""
+    counter = caches.counters.get(tokenizer)
+    if counter is None:
+        counter = caches.counters[tokenizer] = TokenCounter(tokenizer)
+    return counter  # type: ignore[no-any-return]
 
 
 # A window that fitted every candidate whole with at least MIN_ROOM_TOKENS to spare reads up to
@@ -93,15 +94,14 @@ MAX_OLDER_ITEMS = 1_000
 # The ids of the request's own pinned elements (its goal, plan and latest input): not items.
 REQUEST_ELEMENT = "request:"
 
-_MODELS: dict[str, ValueModel] = {}
 
-
-def value_model(settings: Settings) -> ValueModel:
-    """The window's value model from the settings, built once per distinct configuration."""
+def value_model(caches: ProcessCaches, settings: Settings) -> ValueModel:
+    """The window's value model from the settings, built once per distinct configuration (``caches.models``)."""
     key = settings.window.value.model_dump_json()
-    if key not in _MODELS:
-        _MODELS[key] = settings.window.value.model()
-    return _MODELS[key]
+    model = caches.models.get(key)
+    if model is None:
+        model = caches.models[key] = settings.window.value.model()
+    return model  # type: ignore[no-any-return]
 
 
 def budget_of(req: WindowRequest, settings: Settings) -> int:
@@ -131,7 +131,7 @@ async def build_window(
     principal.require(Permission.ITEMS_READ)
     if req.archive_dropped:
         principal.require(Permission.ITEMS_WRITE)
-    count = cached_counter(ctx.tokenizer)
+    count = cached_counter(ctx.caches, ctx.tokenizer)
     budget = budget_of(req, settings)
     messages = [m.model_dump(exclude_none=True) for m in req.messages]
     # The latest input is in the window once, as its own section: not again as the history's last message.
@@ -479,7 +479,7 @@ async def _retrieve(
     if not others:
         return found, [], [], 0
     rows = await repository.retrieved_items(
-        ctx.session, selection=selection, ids=others, now=ctx.now, checked=found.checked
+        ctx.session, caches=ctx.caches, selection=selection, ids=others, now=ctx.now, checked=found.checked
     )
     elements, left_out, applicable = retrieved_elements(
         rows, state, user_id=user_id, count=count, recall_limit=settings.recall.limit
@@ -513,20 +513,24 @@ async def _user_state(
     With the cache check goes the lexical ranking's first statement, when a state held for these rows
     says how many items the user has (which decides what that statement asks): returned beside the
     state, for ``_retrieve``."""
-    settings = ctx.settings
+    settings, caches = ctx.settings, ctx.caches
+    cache = caches.windows
     selection = _selection(ctx, user_id, req)
     recent = settings.window.recent_items
     use_cache = settings.window.cache_entries > 0 and settings.window.cache_rows > 0
-    # What selects the rows and what turns them into elements (the tokenizer counts profile lines).
-    key = (selection, ctx.tokenizer.name, recent, id(value_model(settings)))
+    model = value_model(caches, settings)
+    # What selects the rows and what turns them into elements (the tokenizer counts profile lines, the
+    # value model's configuration values them).
+    key = (selection, ctx.tokenizer.name, recent, settings.window.value.model_dump_json())
     clean = False
     stale: UserState | None = None
     profile: ProfilePart | None = None
     first: LexicalTerms | None = None
     if use_cache:
-        known = CACHE.peek(key)
+        known = cache.peek(key)
         if isinstance(known, UserState):
             first = terms_args(
+                lexicons=caches.lexicons,
                 tenant_id=selection.tenant_id,
                 user_id=user_id,
                 query=req.query or req.input,
@@ -538,17 +542,21 @@ async def _user_state(
             ctx.session, selection=selection, recent=recent, terms=first
         )
         if clean:
-            cached = CACHE.get(key, version, ctx.now)
+            cached = cache.get(key, version, ctx.now)
             if cached is not None:
                 assert isinstance(cached, UserState)
                 return cached, first
-        held = CACHE.peek(key)
+        held = cache.peek(key)
         if isinstance(held, UserState):
             stale = held
             if clean and stale.profile.version == version[2:]:
                 profile = stale.profile
     rows, applicable = await repository.window_items(
-        ctx.session, selection=selection, recent=recent, held=sorted(stale.known) if stale is not None else ()
+        ctx.session,
+        caches=caches,
+        selection=selection,
+        recent=recent,
+        held=sorted(stale.known) if stale is not None else (),
     )
     if profile is None:
         entry_rows = await repository.window_entries(ctx.session, tenant_id=selection.tenant_id, user_id=user_id)
@@ -558,7 +566,7 @@ async def _user_state(
             session_id=req.session_id,
             domains=selection.domains,
             count=count,
-            model=value_model(settings),
+            model=model,
         )
     state = UserState(
         rows,
@@ -569,10 +577,12 @@ async def _user_state(
         scope=ScopeContext(session_id=req.session_id, task_id=req.task_id, stage_id=req.stage_id, step_id=req.step_id),
         domains=list(selection.domains) if selection.domains else None,
         count=count,
-        model=value_model(settings),
+        model=model,
         applicable=applicable,
         recent=recent,
+        elements=caches.elements,
+        memos=caches.memos,
     )
     if clean:
-        CACHE.put(key, state, max_entries=settings.window.cache_entries, max_rows=settings.window.cache_rows)
+        cache.put(key, state, max_entries=settings.window.cache_entries, max_rows=settings.window.cache_rows)
     return state, first

@@ -1,4 +1,4 @@
-"""What a window derives from a user's standing rows — kept in ``cache.CACHE`` between requests.
+"""What a window derives from a user's standing rows — kept in ``ProcessCaches.windows`` between requests.
 
 The rows are the window's standing candidates (``repository.window_items``: pinned types, this session's,
 task's, stage's and step's items, and the user's newest few others) and the profile entries. From them,
@@ -12,7 +12,7 @@ only turns rows into the plain values those functions take and keeps the result.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, MutableMapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -22,7 +22,7 @@ from scoring.items import AUTHORITY_RANK
 from scoring.profile import effective_profile
 from scoring.relevance import whole_days
 from scoring.scopes import SCOPE_ORDER, ScopeContext, Scoped, effective
-from scoring.window import Element, Prepared, pinned_element, prepare, profile_element
+from scoring.window import Element, Memos, Prepared, pinned_element, prepare, profile_element
 from scoring.window_policy import STANDING_STATUSES, STANDING_TYPES, ValueModel, place_item, profile_lines
 from service.items.service import item_levels
 from service.profiles.service import pure_entry
@@ -103,7 +103,7 @@ class Variant:
             root = find(ids[j])
             elements.append(replace(e, group=root) if sizes[root] > 1 else e)
         elements += state.profile.elements
-        self.prepared: Prepared = prepare(elements, state.model)
+        self.prepared: Prepared = prepare(elements, state.model, state.memos)
         # The state's lists, not the state itself: the state holds its variants, and a reference cycle
         # would leave every replaced entry to the cyclic garbage collector (long pauses).
         self._contents, self._ids = contents, ids
@@ -191,7 +191,11 @@ class UserState:
         model: ValueModel,
         applicable: int,
         recent: int = 0,
+        elements: MutableMapping[Any, Any] | None = None,
+        memos: Memos | None = None,
     ) -> None:
+        self.elements = elements if elements is not None else {}
+        self.memos = memos if memos is not None else Memos()
         self.version = (*items_version, *profile.version)
         self.rows = len(rows) + profile.rows
         self.profile = profile
@@ -245,7 +249,9 @@ class UserState:
         self.pinned: dict[int, Element] = {}
         self.loose: dict[int, Element] = {}
         for j, r in enumerate(live):
-            e = cached_element(r, user_id=user_id, count=count, model=model, day=self.day, recalled=False)
+            e = cached_element(
+                self.elements, r, user_id=user_id, count=count, model=model, day=self.day, recalled=False
+            )
             (self.pinned if e.pinned else self.loose)[j] = e
         self._variants: dict[tuple[bool, bool], Variant] = {}
 
@@ -271,24 +277,27 @@ class UserState:
         return self._variants[key]
 
 
-# Elements of item rows, by row version: successive turns about one subject retrieve the same items, a state
-# rebuilt after one item was written holds the same rows but one, and a row's element changes only with the
-# row (its version), the day (ages count in whole days), the value model and the tokenizer (for rows from
-# before stored levels). Bounded; cleared when full.
-_ELEMENTS: dict[tuple[Any, ...], Element] = {}
-_ELEMENTS_MAX = 50_000
-
-
 def cached_element(
-    row: Any, *, user_id: str, count: Callable[[str], int], model: ValueModel, day: int, recalled: bool
+    memo: MutableMapping[Any, Any],
+    row: Any,
+    *,
+    user_id: str,
+    count: Callable[[str], int],
+    model: ValueModel,
+    day: int,
+    recalled: bool,
 ) -> Element:
+    """The row's element, kept in ``memo`` (``ProcessCaches.elements``) by row version: successive turns
+    about one subject retrieve the same items, a state rebuilt after one item was written holds the same
+    rows but one, and a row's element changes only with the row (its version), the day (ages count in
+    whole days), the value model and the tokenizer (for rows from before stored levels). The entry holds
+    the model and the counter its key names by ``id()``, and a hit is confirmed with ``is``."""
     key = (row["version"], str(row["id"]), day, recalled, id(model), id(count))
-    e = _ELEMENTS.get(key)
-    if e is None:
-        e = item_element(row, user_id=user_id, count=count, model=model, day=day, recalled=recalled)
-        if len(_ELEMENTS) >= _ELEMENTS_MAX:
-            _ELEMENTS.clear()
-        _ELEMENTS[key] = e
+    held = memo.get(key)
+    if held is not None and held[0] is model and held[1] is count:
+        return held[2]  # type: ignore[no-any-return]
+    e = item_element(row, user_id=user_id, count=count, model=model, day=day, recalled=recalled)
+    memo[key] = (model, count, e)
     return e
 
 
@@ -315,12 +324,16 @@ def retrieved_elements(
             if winner is not None and winner[0] < SCOPE_ORDER[r["scope"]]:
                 omitted.append((str(r["id"]), f"overridden inside this scope by {winner[1]}"))
                 continue
-            e = cached_element(r, user_id=user_id, count=count, model=state.model, day=state.day, recalled=False)
+            e = cached_element(
+                state.elements, r, user_id=user_id, count=count, model=state.model, day=state.day, recalled=False
+            )
             if not e.pinned:  # pinned types are standing rows, fetched with the state
                 elements.append(e)
         elif recalled < recall_limit:
             recalled += 1
             elements.append(
-                cached_element(r, user_id=user_id, count=count, model=state.model, day=state.day, recalled=True)
+                cached_element(
+                    state.elements, r, user_id=user_id, count=count, model=state.model, day=state.day, recalled=True
+                )
             )
     return elements, omitted, applicable

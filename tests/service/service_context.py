@@ -14,6 +14,7 @@ from typing import Any
 from fastapi import FastAPI
 
 from service.auth.service import authenticate
+from service.caches import app_caches
 from service.clock import Clock
 from service.context import RequestContext
 from service.db.engine import Database, session_scope
@@ -37,4 +38,5 @@ async def service_context(
         settings = settings.replace(**settings_changes)
     async with session_scope(db) as session:
         principal = await authenticate(session, key["Authorization"])
-        yield RequestContext(session, principal, settings, app.state.tokenizer, now or Clock().now(), vectors)
+        caches = app_caches(app.state)
+        yield RequestContext(session, principal, settings, app.state.tokenizer, now or Clock().now(), vectors, caches)

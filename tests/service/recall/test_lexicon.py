@@ -13,6 +13,7 @@ import httpx
 import pytest
 from sqlalchemy import text
 
+from service.caches import ProcessCaches
 from service.db.engine import Database, session_scope
 from service.recall import lexicon
 from service.recall.repository import lexical_ranking
@@ -43,10 +44,14 @@ async def seed(client: httpx.AsyncClient, tenant: TenantKeys, user: str, items: 
     return [i["id"] for i in r.json()["items"]]
 
 
+# The process's caches, as the app's would hold them: a new set for each test (``fresh_copies``).
+CACHES = ProcessCaches()
+
+
 async def rank(db: Database, tenant: TenantKeys, user: str, query: str, *, copy: bool, now: datetime = NOW) -> Any:
     async with session_scope(db) as s:
         hits, _, _ = await lexical_ranking(
-            s, tenant_id=tenant.tenant_id, user_id=user, query=query, limit=30, now=now, documents=60,
+            s, caches=CACHES, tenant_id=tenant.tenant_id, user_id=user, query=query, limit=30, now=now, documents=60,
             lexicon_texts=5_000 if copy else 0, lexicon_postings=1_000_000,
         )  # fmt: skip
     return hits
@@ -54,11 +59,9 @@ async def rank(db: Database, tenant: TenantKeys, user: str, query: str, *, copy:
 
 @pytest.fixture(autouse=True)
 def fresh_copies() -> Any:
-    lexicon.LEXICONS.clear()
-    lexicon._asked.clear()
+    CACHES.clear()
     yield
-    lexicon.LEXICONS.clear()
-    lexicon._asked.clear()
+    CACHES.clear()
 
 
 async def test_the_copy_ranks_as_postgresql_does(
@@ -68,13 +71,13 @@ async def test_the_copy_ranks_as_postgresql_does(
     texts = [" ".join(rnd.choice(WORDS) for _ in range(rnd.randint(3, 12))) + "." for _ in range(60)]
     await seed(client, tenant, "same", [{"type": "episode", "content": t} for t in texts])
     await vectors.worker.drain()
-    first = lexicon.LEXICONS.stores
+    first = CACHES.lexicons.stores
     for query in ("replica lag", "orders batch at night", "walrus", "the team's budget review", "nothing here"):
-        stored = lexicon.LEXICONS.stores
+        stored = CACHES.lexicons.stores
         copied = await rank(db, tenant, "same", query, copy=True)
         assert copied == await rank(db, tenant, "same", query, copy=False), query
-        assert lexicon.LEXICONS.stores - stored <= 1
-    assert len(lexicon.LEXICONS) == 1 and lexicon.LEXICONS.stores == first + 1  # built once, used for every query
+        assert CACHES.lexicons.stores - stored <= 1
+    assert len(CACHES.lexicons) == 1 and CACHES.lexicons.stores == first + 1  # built once, used for every query
 
 
 async def test_every_change_to_the_users_texts_is_seen(
@@ -127,10 +130,10 @@ async def test_a_user_with_more_texts_than_the_limit_is_ranked_in_postgresql(
     await vectors.worker.drain()
     async with session_scope(db) as s:
         hits, _, _ = await lexical_ranking(
-            s, tenant_id=tenant.tenant_id, user_id="big", query="walrus", limit=30, now=NOW,
+            s, caches=CACHES, tenant_id=tenant.tenant_id, user_id="big", query="walrus", limit=30, now=NOW,
             lexicon_texts=10, lexicon_postings=1_000_000,
         )  # fmt: skip
-    assert len(hits) == 12 and len(lexicon.LEXICONS) == 0
+    assert len(hits) == 12 and len(CACHES.lexicons) == 0
 
 
 async def test_the_copy_follows_changes_by_delta_and_by_reconciling(
@@ -142,15 +145,15 @@ async def test_the_copy_follows_changes_by_delta_and_by_reconciling(
     await vectors.worker.drain()
     key = (tenant.tenant_id, "sync")
     await rank(db, tenant, "sync", "walrus", copy=True)
-    assert lexicon.LEXICONS.peek(key) is None  # a user's first ranking builds no copy: ranked in PostgreSQL
+    assert CACHES.lexicons.peek(key) is None  # a user's first ranking builds no copy: ranked in PostgreSQL
     await rank(db, tenant, "sync", "walrus", copy=True)
-    first = lexicon.LEXICONS.peek(key)
+    first = CACHES.lexicons.peek(key)
     assert isinstance(first, lexicon.Lexicon) and len(first.at) == 8
 
     (new,) = await seed(client, tenant, "sync", [{"type": "episode", "content": "walrus sighting at dawn"}])
     await vectors.worker.drain()
     assert new in {i for i, _ in await rank(db, tenant, "sync", "walrus", copy=True)}
-    grown = lexicon.LEXICONS.peek(key)
+    grown = CACHES.lexicons.peek(key)
     assert isinstance(grown, lexicon.Lexicon)
     assert grown.keys[:8] == first.keys and len(grown.keys) == 9  # added to, not built again
 
@@ -171,7 +174,7 @@ async def test_the_copy_follows_changes_by_delta_and_by_reconciling(
         assert await rank(db, tenant, "sync", "walrus", copy=True) == await rank(
             db, tenant, "sync", "walrus", copy=False
         )
-    last = lexicon.LEXICONS.peek(key)
+    last = CACHES.lexicons.peek(key)
     assert isinstance(last, lexicon.Lexicon) and len(last.at) == 5 and last.dead <= 0.25 * 5
 
 
@@ -184,7 +187,7 @@ async def test_texts_written_since_come_with_the_rankings_first_statement(
     await vectors.worker.drain()
     for _ in range(2):  # the second ranking builds the copy
         await rank(db, tenant, "turns", "walrus", copy=True)
-    built = lexicon.held(tenant.tenant_id, "turns")
+    built = lexicon.held(CACHES.lexicons, tenant.tenant_id, "turns")
     assert built is not None and len(built.at) == 6
     monkeypatch.setattr(lexicon, "_DELTA", "SELECT no_such_column FROM item_search")
     monkeypatch.setattr(lexicon, "_RECONCILE", "SELECT no_such_column FROM item_search")
@@ -194,5 +197,5 @@ async def test_texts_written_since_come_with_the_rankings_first_statement(
         hits = await rank(db, tenant, "turns", "dawn", copy=True)
         assert new in {h for h, _ in hits}
         assert hits == await rank(db, tenant, "turns", "dawn", copy=False)
-    grown = lexicon.held(tenant.tenant_id, "turns")
+    grown = lexicon.held(CACHES.lexicons, tenant.tenant_id, "turns")
     assert grown is not None and len(grown.at) == 9 and grown.keys[:6] == built.keys

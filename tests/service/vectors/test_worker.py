@@ -12,6 +12,7 @@ import httpx
 import pytest
 from sqlalchemy import text
 
+from service.caches import ProcessCaches
 from service.clock import Clock, FixedClock
 from service.db.engine import Database, session_scope
 from service.recall.repository import lexical_ranking
@@ -277,7 +278,9 @@ async def test_a_change_that_fails_alone_is_set_aside_not_blocking_the_rest(
         assert await state() == (attempts, attempts == 3)
     async with session_scope(db) as s:
         behind = await lag(s, now=clock.now())
-        found, _, _ = await lexical_ranking(s, tenant_id=t, user_id="x", query="pill", limit=5, now=Clock().now())
+        found, _, _ = await lexical_ranking(
+            s, caches=ProcessCaches(), tenant_id=t, user_id="x", query="pill", limit=5, now=Clock().now()
+        )
     assert behind.dead >= 1 and behind.oldest_seconds < 5  # set aside: no longer lag, so windows trust the index
     assert [i for i, _ in found] == [poison]  # and full-text search has it all along
     assert await worker.drain_once() == 0  # the worker skips it

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from schemas.items import ItemCreate
 from schemas.windows import ChatMessage, WindowRequest
+from service.caches import ProcessCaches
 from service.conversations import service as conversations
 from service.errors import BudgetTooSmallError, Forbidden
 from service.items import service as items
@@ -48,10 +49,11 @@ def test_a_context_limit_gives_the_smaller_of_room_and_watermark(
 
 
 def test_the_value_model_is_built_once_per_configuration(settings: Settings) -> None:
-    assert value_model(settings) is value_model(settings.model_copy())
+    caches = ProcessCaches()
+    assert value_model(caches, settings) is value_model(caches, settings.model_copy())
     floor = settings.window.value.relevance_floor
     other = settings.replace(window_value=settings.window.value.model_copy(update={"relevance_floor": floor / 2}))
-    assert value_model(other) is not value_model(settings)  # another configuration, another model
+    assert value_model(caches, other) is not value_model(caches, settings)  # another configuration, another model
 
 
 async def seeded_user(app: FastAPI, tenant: TenantKeys) -> str:

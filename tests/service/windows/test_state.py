@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from scoring.scopes import ScopeContext
+from service.caches import ProcessCaches
 from service.settings import Settings
 from service.windows.service import value_model
 from service.windows.state import UserState, profile_part, retrieved_elements, standing
@@ -48,7 +49,7 @@ def row(content: str = "a fact", **fields: Any) -> dict[str, Any]:
 
 
 def state(rows: list[dict[str, Any]], settings: Settings, *, now: datetime = NOW, **kw: Any) -> UserState:
-    model = value_model(settings)
+    model = value_model(ProcessCaches(), settings)
     return UserState(
         rows,
         profile_part([], user_id="u", session_id="s1", domains=None, count=count, model=model),

@@ -1,6 +1,6 @@
-"""The per-process window cache (service/windows/cache.py): a window served from it is byte for byte the
-window built from a fresh fetch, and every change to what a window reads — whoever makes it, however it
-is made — sends the next request back to the database."""
+"""The per-process window cache (``ProcessCaches.windows``, service/caches.py): a window served from it is
+byte for byte the window built from a fresh fetch, and every change to what a window reads — whoever makes it,
+however it is made — sends the next request back to the database."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from sqlalchemy import text
 from schemas.items import ItemCreate
 from schemas.windows import WindowRequest
 from service.auth.service import Principal
+from service.caches import ProcessCaches, WindowCache, app_caches
 from service.clock import Clock
 from service.context import RequestContext
 from service.db.engine import Database
@@ -28,13 +29,15 @@ from service.items.service import create_items
 from service.recall import repository as recall_repository
 from service.settings import Settings
 from service.windows import repository
-from service.windows.cache import CACHE, WindowCache
 from service.windows.service import build_window
 from tests.conftest import TenantKeys
 
 USER = "cache-user"
 ITEMS = f"/v1/users/{USER}/items"
 BODY: dict[str, Any] = {"input": "Which cache should the small team pick?", "max_tokens": 100_000, "session_id": "s1"}
+
+# The caches the repository's reads share within this module's tests, as one process's would.
+CACHES = ProcessCaches()
 
 
 @dataclass
@@ -46,11 +49,15 @@ class Windows:
     settings: Settings
     tenant: TenantKeys
 
+    @property
+    def caches(self) -> ProcessCaches:
+        return app_caches(self.app.state)
+
     async def build(self, body: dict[str, Any], *, cache: bool, now: datetime) -> bytes:
         settings = self.settings if cache else self.settings.replace(window_cache_entries=0)
         principal = Principal(tenant_id=self.tenant.tenant_id, key_id=uuid.uuid4(), role="agent")
         async with self.db.sessionmaker() as session:
-            ctx = RequestContext(session, principal, settings, self.app.state.tokenizer, now)
+            ctx = RequestContext(session, principal, settings, self.app.state.tokenizer, now, caches=self.caches)
             window = await build_window(ctx, user_id=USER, req=WindowRequest.model_validate(body))
             await session.rollback()
         return pydantic_core.to_json(window)
@@ -59,9 +66,9 @@ class Windows:
         """The window through the cache, checked equal to the uncached one; and whether it was a hit."""
         body = body or BODY
         now = now or Clock().now()
-        hits = CACHE.hits
+        hits = self.caches.windows.hits
         cached = await self.build(body, cache=True, now=now)
-        hit = CACHE.hits > hits
+        hit = self.caches.windows.hits > hits
         assert cached == await self.build(body, cache=False, now=now)
         return cached, hit
 
@@ -245,16 +252,19 @@ async def test_a_transaction_that_wrote_neither_reads_nor_fills_the_cache(
     await seed(client, tenant)
     await windows.pair()
     principal = Principal(tenant_id=tenant.tenant_id, key_id=uuid.uuid4(), role="agent")
-    counts = (CACHE.hits, CACHE.misses, CACHE.stores)
+    cache = app_caches(app.state).windows
+    counts = (cache.hits, cache.misses, cache.stores)
     async with db.sessionmaker() as session:
-        ctx = RequestContext(session, principal, settings, app.state.tokenizer, Clock().now())
+        ctx = RequestContext(
+            session, principal, settings, app.state.tokenizer, Clock().now(), caches=app_caches(app.state)
+        )
         await create_items(
             ctx, user_id=USER, items=[ItemCreate(type="fact", content="uncommitted fact", source="user")], batch=False
         )
         window = await build_window(ctx, user_id=USER, req=WindowRequest.model_validate(BODY))
         await session.rollback()
     assert "uncommitted fact" in window["text"]
-    assert (CACHE.hits, CACHE.misses, CACHE.stores) == counts
+    assert (cache.hits, cache.misses, cache.stores) == counts
     after, hit = await windows.pair()
     assert hit and "uncommitted fact" not in after.decode()
 
@@ -350,14 +360,14 @@ async def test_rows_held_are_read_again_only_in_a_new_version(
         domains=None,
     )
     async with db.sessionmaker() as session:
-        first, _ = await repository.window_items(session, selection=selection, recent=5)
+        first, _ = await repository.window_items(session, caches=CACHES, selection=selection, recent=5)
         ids = [str(r["id"]) for r in first]
         await session.execute(
             text("UPDATE context_item SET content = 'rule edited' WHERE tenant_id = :t AND id = :i"),
             {"t": tenant.tenant_id, "i": ids[1]},
         )
-        again, _ = await repository.window_items(session, selection=selection, recent=5, held=ids)
-        full, _ = await repository.window_items(session, selection=selection, recent=5)
+        again, _ = await repository.window_items(session, caches=CACHES, selection=selection, recent=5, held=ids)
+        full, _ = await repository.window_items(session, caches=CACHES, selection=selection, recent=5)
         await session.rollback()
     assert len(first) == 3
     columns = list(full[0].keys())  # a held read also says which rows it sent without their columns
@@ -379,13 +389,13 @@ async def test_retrieved_rows_held_are_read_again_only_in_a_new_version(
     selection = Selection(tenant_id=tenant.tenant_id, user_id=USER)
     async with db.sessionmaker() as session:
         now = datetime(2000, 1, 1, tzinfo=UTC)  # before any expiry: every item is in force
-        first = await repository.retrieved_items(session, selection=selection, ids=ids[:4], now=now)
+        first = await repository.retrieved_items(session, caches=CACHES, selection=selection, ids=ids[:4], now=now)
         await session.execute(
             text("UPDATE context_item SET content = 'retrieved fact edited' WHERE tenant_id = :t AND id = :i"),
             {"t": tenant.tenant_id, "i": ids[2]},
         )
         order = [ids[4], ids[3], ids[2], ids[0], ids[1]]  # a new one first, the held ones out of order
-        again = await repository.retrieved_items(session, selection=selection, ids=order, now=now)
+        again = await repository.retrieved_items(session, caches=CACHES, selection=selection, ids=order, now=now)
         await session.rollback()
     held = {str(row["id"]): row for row, _ in first}
     assert [str(row["id"]) for row, _ in again] == order
@@ -424,9 +434,9 @@ async def test_retrieved_rows_the_conversation_context_checked_are_taken_without
     read: list[list[str]] = []
     real_read = repository._read_retrieved
 
-    async def spy(session: Any, *, selection: Selection, ids: list[str], now: datetime) -> Any:
+    async def spy(session: Any, held: Any, *, selection: Selection, ids: list[str], now: datetime) -> Any:
         read.append(list(ids))
-        return await real_read(session, selection=selection, ids=ids, now=now)
+        return await real_read(session, held, selection=selection, ids=ids, now=now)
 
     async def checked() -> dict[str, recall_repository.Checked | None]:
         context = await recall_repository.conversation_context(
@@ -436,7 +446,7 @@ async def test_retrieved_rows_the_conversation_context_checked_are_taken_without
         return context.checked
 
     async with db.sessionmaker() as session:
-        first = await repository.retrieved_items(session, selection=selection, ids=ids[:3], now=now)
+        first = await repository.retrieved_items(session, caches=CACHES, selection=selection, ids=ids[:3], now=now)
         for sql in ("SET content = 'checked fact edited'", "SET status = 'superseded'"):
             await session.execute(
                 text(f"UPDATE context_item {sql} WHERE tenant_id = :t AND id = :i"),
@@ -444,12 +454,14 @@ async def test_retrieved_rows_the_conversation_context_checked_are_taken_without
             )
         monkeypatch.setattr(repository, "_read_retrieved", spy)
         seen = await checked()
-        taken = await repository.retrieved_items(session, selection=selection, ids=order, now=now, checked=seen)
+        taken = await repository.retrieved_items(
+            session, caches=CACHES, selection=selection, ids=order, now=now, checked=seen
+        )
         again = await repository.retrieved_items(
-            session, selection=selection, ids=order, now=now, checked=await checked()
+            session, caches=CACHES, selection=selection, ids=order, now=now, checked=await checked()
         )
         monkeypatch.undo()
-        full = await repository.retrieved_items(session, selection=selection, ids=order, now=now)
+        full = await repository.retrieved_items(session, caches=CACHES, selection=selection, ids=order, now=now)
         await session.rollback()
     # the superseded row, the one outside the domains and the unknown id are checked unusable
     assert [i for i in order if seen.get(i, ()) is None] == [ids[4], ids[2], order[-1]]

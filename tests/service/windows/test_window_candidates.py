@@ -11,6 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
+from service.caches import ProcessCaches
 from service.db.engine import Database, driver_connection
 from service.db.selection import Selection
 from service.recall import repository as recall_repository
@@ -24,6 +25,9 @@ from tests.service.windows.test_window_recall import placed, seed, window
 EARLY = datetime(2000, 1, 1, tzinfo=UTC)  # "now" for reads that must find every item unexpired
 LAG = "PostgreSQL replication lag on the orders replica reached 45 seconds during the nightly batch."
 TOPICS = ["gardening", "soup recipes", "spring holidays", "a cycling trip", "the school play", "a new sofa"]
+
+# The caches the repository's reads share within this module's tests, as one process's would.
+CACHES = ProcessCaches()
 
 
 async def test_the_fact_the_query_is_about_is_kept_whole_and_unrelated_notes_give_way(
@@ -279,8 +283,8 @@ async def test_the_window_sql_applies_scopes_as_scoring_does(
             selection = Selection(
                 tenant_id=tenant.tenant_id, user_id="scopes", **{f"{k}_id": v for k, v in where.items()}
             )
-            rows, applicable = await repository.window_items(s, selection=selection, recent=1000)
-            retrieved = await repository.retrieved_items(s, selection=selection, ids=ids, now=EARLY)
+            rows, applicable = await repository.window_items(s, caches=CACHES, selection=selection, recent=1000)
+            retrieved = await repository.retrieved_items(s, caches=CACHES, selection=selection, ids=ids, now=EARLY)
             # What the conversation context checks of the same rows for the window (and what the
             # retrieved rows are then taken from) applies the scopes the same way.
             context = await recall_repository.conversation_context(
@@ -288,7 +292,7 @@ async def test_the_window_sql_applies_scopes_as_scoring_does(
                 selection=selection,
             )  # fmt: skip
             taken = await repository.retrieved_items(
-                s, selection=selection, ids=ids, now=EARLY, checked=context.checked
+                s, caches=CACHES, selection=selection, ids=ids, now=EARLY, checked=context.checked
             )
         assert {str(r["id"]) for r in rows} == expected and applicable == len(expected), where
         assert {str(row["id"]) for row, fits in retrieved if fits} == expected, where

@@ -16,6 +16,7 @@ from sqlalchemy import text
 
 from schemas.windows import WindowResponse
 from service.app import create_app
+from service.caches import ProcessCaches
 from service.db.engine import Database, session_scope
 from service.recall.repository import lexical_ranking
 from service.settings import Settings
@@ -307,7 +308,7 @@ async def test_lexical_index_is_maintained_by_the_worker(
     async def found(query: str) -> set[str]:
         async with session_scope(db) as s:
             hits, _, _ = await lexical_ranking(
-                s, tenant_id=tenant.tenant_id, user_id="s", query=query, limit=10, now=NOW
+                s, caches=ProcessCaches(), tenant_id=tenant.tenant_id, user_id="s", query=query, limit=10, now=NOW
             )
             return {i for i, _ in hits}
 
@@ -415,13 +416,27 @@ async def test_unindexed_changes_are_searched_newest_first_up_to_a_cap(
     ids = await seed(client, tenant, "cap", [{"type": "fact", "content": f"walrus fact {i}"} for i in range(5)])
     async with session_scope(db) as s:
         hits, _, _ = await lexical_ranking(
-            s, tenant_id=tenant.tenant_id, user_id="cap", query="walrus", limit=10, now=NOW, pending=2
+            s,
+            caches=ProcessCaches(),
+            tenant_id=tenant.tenant_id,
+            user_id="cap",
+            query="walrus",
+            limit=10,
+            now=NOW,
+            pending=2,
         )
     assert {i for i, _ in hits} == set(ids[3:])  # the two newest
     await vectors.worker.drain()
     async with session_scope(db) as s:
         hits, _, _ = await lexical_ranking(
-            s, tenant_id=tenant.tenant_id, user_id="cap", query="walrus", limit=10, now=NOW, pending=2
+            s,
+            caches=ProcessCaches(),
+            tenant_id=tenant.tenant_id,
+            user_id="cap",
+            query="walrus",
+            limit=10,
+            now=NOW,
+            pending=2,
         )
     assert {i for i, _ in hits} == set(ids)
 
@@ -455,8 +470,8 @@ async def test_lexical_ranking_weighs_rare_terms_over_common_ones(
             await vectors.worker.drain()
         async with session_scope(db) as s:
             hits, _, _ = await lexical_ranking(
-                s, tenant_id=tenant.tenant_id, user_id="idf", query="deploy kubernetes", limit=50, now=NOW,
-                documents=31,
+                s, caches=ProcessCaches(), tenant_id=tenant.tenant_id, user_id="idf", query="deploy kubernetes",
+                limit=50, now=NOW, documents=31,
             )  # fmt: skip
         score = dict(hits)
         assert hits[0][0] == ids[30] and len(hits) == 31  # every text with the common term is still a hit

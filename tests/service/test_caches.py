@@ -1,4 +1,4 @@
-"""service/windows/cache.py: the bounded LRU of derived window state, as properties over any sequence of
+"""service/caches.py: the bounded LRU of derived window state (``WindowCache``), as properties over any sequence of
 puts and gets. (Single cases, and the cache against the database: test_window_cache.py.)"""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 from hypothesis import given
 from hypothesis import strategies as st
 
-from service.windows.cache import WindowCache
+from service.caches import WindowCache
 
 NOW = datetime(2026, 9, 1, tzinfo=UTC)
 V = (1, 1, 1, 1)
@@ -86,3 +86,21 @@ def test_clear_empties_and_keeps_the_counters() -> None:
     assert (len(cache), cache.rows) == (0, 0)
     assert (cache.hits, cache.stores) == (1, 1)
     assert cache.get("k", V, NOW) is None
+
+
+def test_the_process_caches_stay_under_one_byte_budget_and_report_what_they_hold() -> None:
+    from service.caches import ROW_BYTES, CacheMetrics, ProcessCaches
+
+    caches = ProcessCaches(max_bytes=10 * ROW_BYTES)
+    for i in range(25):
+        caches.held["t", str(i)] = object()
+    assert caches.bytes <= caches.max_bytes and len(caches.held) == 10  # the oldest went first
+    assert "24" in {k[1] for k in caches.held} and "0" not in {k[1] for k in caches.held}
+    report = caches.report()
+    assert report["held"] == (10 * ROW_BYTES, 10) and report["windows"] == (0, 0)
+    assert sum(size for size, _ in report.values()) == caches.bytes
+    families = {f.name: f for f in CacheMetrics(lambda: caches).collect()}
+    held = [s.value for s in families["ctxmem_process_cache_entries"].samples if s.labels["cache"] == "held"]
+    assert held == [10]
+    caches.clear()
+    assert caches.bytes == 0 and all(n == 0 for _, n in caches.report().values())
