@@ -4,9 +4,10 @@ Embedders: ``service/vectors/embedders.py``."""
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -66,6 +67,26 @@ class Hit:
 
 class VectorIndexUnavailable(Exception):
     """The index cannot be reached or failed; callers fall back to PostgreSQL-only ranking."""
+
+
+@contextlib.contextmanager
+def unavailable(
+    backend: str, operation: str, *, passes: tuple[type[Exception], ...] = (ValueError,), type_name: bool = True
+) -> Iterator[None]:
+    """Inside the block, any failure of ``backend`` is raised as ``VectorIndexUnavailable`` ("<backend>
+    <operation> failed: …"), which callers answer by ranking with PostgreSQL alone. ``VectorIndexUnavailable``
+    itself and the ``passes`` errors (a caller's bug, such as a vector of the wrong length) go through as
+    they are. ``type_name`` puts the error's class in the message, which says nothing for an engine that
+    raises bare ``Exception`` for everything."""
+    try:
+        yield
+    except VectorIndexUnavailable:
+        raise
+    except passes:
+        raise
+    except Exception as exc:
+        kind = f"{type(exc).__name__}: " if type_name else ""
+        raise VectorIndexUnavailable(f"{backend} {operation} failed: {kind}{exc}") from exc
 
 
 class VectorIndex(ABC):

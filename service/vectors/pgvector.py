@@ -32,7 +32,8 @@ import contextlib
 import re
 import struct
 import uuid
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Sequence
+from functools import partial
 from typing import Any
 
 import asyncpg
@@ -40,7 +41,9 @@ import numpy as np
 
 from service.db.engine import plain_url
 from service.db.models import ACTIVE_STATUSES
-from service.vectors.base import VectorIndex, VectorIndexUnavailable, VectorPoint, Where
+from service.vectors.base import VectorIndex, VectorIndexUnavailable, VectorPoint, Where, unavailable
+
+_unavailable = partial(unavailable, "pgvector")
 
 TABLE = "item_vector"
 POOL_SIZE = 4
@@ -255,13 +258,3 @@ def _where(where: Where) -> tuple[str, list[Any]]:
         args.append(values)
         clauses.append(f"{field} = ANY(${len(args)}::text[])")
     return ("WHERE " + " AND ".join(clauses)) if clauses else "", args
-
-
-@contextlib.contextmanager
-def _unavailable(operation: str) -> Iterator[None]:
-    try:
-        yield
-    except (VectorIndexUnavailable, ValueError):
-        raise
-    except Exception as exc:  # connection refused, the server restarting, a statement timeout…
-        raise VectorIndexUnavailable(f"pgvector {operation} failed: {type(exc).__name__}: {exc}") from exc

@@ -72,8 +72,9 @@ import shutil
 import sys
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -98,7 +99,18 @@ from qdrant_edge import (
     UpdateOperation,
 )
 
-from service.vectors.base import COLLECTION, PAYLOAD_FIELDS, VectorIndex, VectorIndexUnavailable, VectorPoint, Where
+from service.vectors.base import (
+    COLLECTION,
+    PAYLOAD_FIELDS,
+    VectorIndex,
+    VectorIndexUnavailable,
+    VectorPoint,
+    Where,
+    unavailable,
+)
+
+# The engine raises bare Exception ("Service runtime error: …") for everything: its class says nothing.
+_unavailable = partial(unavailable, "qdrant-edge", type_name=False)
 
 log = logging.getLogger("ctxmem.vectors")
 
@@ -604,16 +616,6 @@ def _filter(where: Where) -> Filter | None:
     must = [FieldCondition(key=k, match=MatchValue(v)) for k, v in where.equal().items()]
     must += [FieldCondition(key=k, match=MatchAny(v)) for k, v in where.one_of().items()]
     return Filter(must=must) if must else None
-
-
-@contextlib.contextmanager
-def _unavailable(operation: str) -> Iterator[None]:
-    try:
-        yield
-    except (VectorIndexUnavailable, ValueError):
-        raise
-    except Exception as exc:  # the engine raises bare Exception ("Service runtime error: …") for everything
-        raise VectorIndexUnavailable(f"qdrant-edge {operation} failed: {exc}") from exc
 
 
 def _main(argv: Sequence[str] | None = None) -> int:

@@ -5,14 +5,24 @@ thousand points (see ``bench/vector_index.py``)."""
 
 from __future__ import annotations
 
-import contextlib
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 
 from qdrant_client import AsyncQdrantClient, models
 
-from service.vectors.base import COLLECTION, PAYLOAD_FIELDS, VectorIndex, VectorIndexUnavailable, VectorPoint, Where
+from service.vectors.base import (
+    COLLECTION,
+    PAYLOAD_FIELDS,
+    VectorIndex,
+    VectorPoint,
+    Where,
+    unavailable,
+)
+
+# Any error inside the client, a ValueError of its own included, means the server did not do it.
+_unavailable = partial(unavailable, "qdrant", passes=())
 
 
 class QdrantServerIndex(VectorIndex):
@@ -220,13 +230,3 @@ def _filter(where: Where) -> models.Filter | None:
     ]
     must += [models.FieldCondition(key=k, match=models.MatchAny(any=v)) for k, v in where.one_of().items()]
     return models.Filter(must=must) if must else None
-
-
-@contextlib.contextmanager
-def _unavailable(operation: str) -> Iterator[None]:
-    try:
-        yield
-    except VectorIndexUnavailable:
-        raise
-    except Exception as exc:  # connection refused, timeouts, UnexpectedResponse, a closed local client…
-        raise VectorIndexUnavailable(f"qdrant {operation} failed: {type(exc).__name__}: {exc}") from exc
