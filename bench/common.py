@@ -21,7 +21,8 @@ import asyncpg
 from sqlalchemy import text as sql
 
 from scoring.window import line_overhead  # the window's estimate of a line's "- " and newline
-from service.auth.service import Principal, create_key
+from service.auth.principal import Principal
+from service.auth.service import create_key
 from service.clock import Clock
 from service.db import migrate
 from service.db.embedded import ensure_database, start_embedded

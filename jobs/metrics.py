@@ -9,9 +9,9 @@ import logging
 
 from prometheus_client import CollectorRegistry, Gauge
 
-from jobs import repository
 from schemas.jobs import JOB_NAMES
 from service.db.engine import Database, session_scope
+from service.jobs_api import repository as runs
 
 log = logging.getLogger("ctxmem.scheduler")
 
@@ -47,7 +47,7 @@ class JobGauges:
         try:
             async with asyncio.timeout(REFRESH_TIMEOUT_SECONDS):
                 async with session_scope(db) as session:
-                    rows = await repository.latest_runs(session, names=list(JOB_NAMES))
+                    rows = await runs.latest_runs(session, names=list(JOB_NAMES))
         except Exception as exc:  # the database is down or slow: /metrics must still answer
             log.warning("job gauges not refreshed: %s: %s", type(exc).__name__, exc)
             return

@@ -21,7 +21,6 @@ from sqlalchemy import text
 
 from jobs import repository
 from schemas.jobs import JOB_NAMES, JobName
-from scoring.fourc import FourCWeights
 from service import tracing
 from service.clock import Clock
 from service.context import RequestContext
@@ -30,6 +29,7 @@ from service.extraction import repository as extraction_repository
 from service.extraction.extractors import build_extractor
 from service.extraction.service import extract_session, job_principal
 from service.ids import uuid7
+from service.jobs_api import repository as runs
 from service.settings import Settings
 from service.tokenizer import build_tokenizer
 from service.vectors.recall import VectorRecall, build_recall, outbox_worker
@@ -162,12 +162,12 @@ async def job_decay(ctx: JobContext) -> dict[str, int]:
 async def job_promote(ctx: JobContext) -> dict[str, int]:
     """Candidates that are ``promotable`` (scoring/fourc.py) as of now → ``long_term``."""
     s = ctx.settings
-    weights = FourCWeights(**s.profiles.fourc.model_dump())
-    p = ctx.params(
-        **repository.promote_params(
-            weights, threshold=s.profiles.long_term_threshold, min_sessions=s.profiles.candidate_min_sessions
-        )
+    sql = repository.promote_sql(
+        s.profiles.fourc.weights(),
+        threshold=s.profiles.long_term_threshold,
+        min_sessions=s.profiles.candidate_min_sessions,
     )
+    p = ctx.params()
     candidates = await _tenants(ctx, repository.COUNT_PROMOTE, p)
     total = sum(candidates.values())
     promoted = examined = 0
@@ -178,7 +178,7 @@ async def job_promote(ctx: JobContext) -> dict[str, int]:
         after = uuid.UUID(int=0)
         while True:
             async with session_scope(ctx.db) as session:
-                n, seen, last = await repository.promote_batch(session, pt, after)
+                n, seen, last = await repository.promote_batch(session, sql, pt, after)
             promoted += n
             examined += seen
             if ctx.progress is not None:
@@ -346,7 +346,7 @@ async def _run_locked(
     run_id = uuid7()
     started = Clock().now()
     async with session_scope(db) as session:
-        await repository.interrupt_stale(session, name, started)
+        await runs.interrupt_stale(session, name, started)
         row = {
             "id": run_id,
             "name": name,
@@ -356,7 +356,7 @@ async def _run_locked(
             "as_of": now,
             "started_at": started,
         }
-        if not await repository.start_run(session, row):
+        if not await runs.start_run(session, row):
             return JobResult(None, name, "skipped", now, reason=f"tick {tick} already ran on another replica")
     ctx = JobContext(db, settings, now, tenant_id, run_id, name, progress, vectors)
     try:
@@ -364,12 +364,8 @@ async def _run_locked(
     except Exception as exc:
         error = "".join(traceback.format_exception_only(exc)).strip()
         async with session_scope(db) as session:
-            record = await repository.finish_run(
-                session, run_id, status="failed", rows={}, error=error, now=Clock().now()
-            )
+            record = await runs.finish_run(session, run_id, status="failed", rows={}, error=error, now=Clock().now())
         return JobResult(run_id, name, "failed", now, error=error, record=record)
     async with session_scope(db) as session:
-        record = await repository.finish_run(
-            session, run_id, status="succeeded", rows=rows, error=None, now=Clock().now()
-        )
+        record = await runs.finish_run(session, run_id, status="succeeded", rows=rows, error=None, now=Clock().now())
     return JobResult(run_id, name, "succeeded", now, rows=rows, record=record)

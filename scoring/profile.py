@@ -10,8 +10,9 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import TypeVar
+from typing import TypeVar, overload
 
+from scoring.expr import Num, Sql, rounded
 from scoring.fourc import SCORE_DECIMALS, Evidence, FourCScore
 
 K = TypeVar("K", bound=Hashable)
@@ -136,9 +137,39 @@ def decay_step(state: EntryState) -> EntryState:
     return EntryState(tier, status)
 
 
-def decayed_score(score: float, *, factor: float) -> float:
-    """A decay step multiplies the score by ``factor`` (CTXMEM_DECAY_SCORE_FACTOR, 0.5), rounded as 4C parts are."""
-    return round(score * factor, SCORE_DECIMALS)
+@overload
+def decayed_score(score: float, *, factor: float) -> float: ...
+@overload
+def decayed_score(score: Sql, *, factor: Num) -> Sql: ...
+def decayed_score(score: Num, *, factor: Num) -> Num:
+    """A decay step multiplies the score by ``factor`` (CTXMEM_DECAY_SCORE_FACTOR, 0.5), rounded as 4C parts are.
+    On a column (scoring/expr.py) it is the decay job's SQL."""
+    return rounded(score * factor, SCORE_DECIMALS)
+
+
+# The silence an entry is allowed before it decays: the first of these keys that CTXMEM_DECAY_DAYS_OVERRIDES
+# names ("domain.dimension", then "domain", then "dimension"), else CTXMEM_DECAY_DAYS (docs/design.md §3.5:
+# per domain and dimension, configurable). A key joins the entry's values of the named fields with ".".
+DECAY_PERIOD_KEYS: tuple[tuple[str, ...], ...] = (("domain_key", "dimension"), ("domain_key",), ("dimension",))
+
+
+def decay_period_days(*, domain_key: str, dimension: str, overrides: Mapping[str, int], default_days: int) -> int:
+    """The days of silence an entry of ``domain_key`` and ``dimension`` is allowed (``DECAY_PERIOD_KEYS``)."""
+    values = {"domain_key": domain_key, "dimension": dimension}
+    for key in DECAY_PERIOD_KEYS:
+        days = overrides.get(".".join(values[field] for field in key))
+        if days is not None:
+            return days
+    return default_days
+
+
+def decay_period_days_sql(*, columns: Mapping[str, str], overrides: str, default_days: str) -> str:
+    """``decay_period_days`` as an SQL expression: ``columns`` names the SQL text column of each field,
+    ``overrides`` is a jsonb expression of the overrides, ``default_days`` an int expression."""
+    concat = " || '.' || "
+    keys = [concat.join(columns[field] for field in key) for key in DECAY_PERIOD_KEYS]
+    lookups = [f"({overrides} ->> ({key}))::int" for key in keys]
+    return f"COALESCE({', '.join(lookups)}, {default_days})"
 
 
 def with_job_changes(replayed: Replayed, stored: EntryState, *, decayed_at: datetime | None) -> EntryState:

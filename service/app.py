@@ -14,8 +14,8 @@ from fastapi import FastAPI, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
 from jobs.background import extract_in_background
-from jobs.endpoints import router as jobs_router
 from jobs.metrics import JobGauges
+from jobs.runner import run_job
 from jobs.scheduler import STOP_GRACE_SECONDS
 from schemas.common import NEW_ID_PATTERN
 from service import contract, idempotency
@@ -42,6 +42,7 @@ from service.extraction.metrics import ExtractionMetrics
 from service.health.endpoints import router as health_router
 from service.http_metrics import HttpMetrics, HttpSeries
 from service.items.endpoints import router as items_router
+from service.jobs_api.endpoints import router as jobs_router
 from service.json_body import RejectDuplicateKeys
 from service.limits import BodySizeLimit
 from service.logs import RequestId
@@ -269,6 +270,7 @@ def create_app(
     app.state.replicas = None
     app.state.commit_positions = None
     app.state.key_cache = KeyCache(settings.server.key_cache_seconds)
+    app.state.job_runner = run_job  # the jobs API and the console run jobs through it (service/jobs_api/)
     app.state.tokenizer = build_tokenizer(settings.tokens.tokenizer, cache_dir=settings.resolved_tokenizer_cache_dir)
     app.state.migration_head = migrate.head_revision()
     app.state.migration_revisions = migrate.known_revisions()

@@ -383,8 +383,8 @@ def cmd_jobs_run(args: argparse.Namespace) -> int:
 
 
 def cmd_jobs_runs(args: argparse.Namespace) -> int:
-    from jobs import repository
     from service.db.engine import session_scope
+    from service.jobs_api import repository
 
     settings = _settings(args)
 

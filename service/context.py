@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from service.auth.service import Principal
+from service.auth.principal import Principal
 from service.caches import ProcessCaches
 from service.settings import Settings
 from service.tokenizer import Tokenizer

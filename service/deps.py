@@ -13,7 +13,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from schemas.common import DOT_SEGMENTS, ID_PATTERN
 from service import idempotency
-from service.auth.service import Principal, authenticate
+from service.auth.principal import Principal
+from service.auth.service import authenticate
 from service.caches import app_caches
 from service.clock import Clock
 from service.context import RequestContext
@@ -21,6 +22,7 @@ from service.db.engine import Database
 from service.db.positions import COMMIT_HEADER, LSN_PATTERN, Positions, current_position, parse_lsn, wrote
 from service.db.replicas import REPLICA_ERRORS, Reads
 from service.errors import ReplayedResponse, ValidationFailed
+from service.jobs_api.service import JobRunner
 from service.outage import reason
 from service.pagination import encode_cursor
 from service.settings import Settings
@@ -99,11 +101,17 @@ async def get_tokenizer(request: Request) -> Tokenizer:
     return tokenizer
 
 
+async def get_job_runner(request: Request) -> JobRunner:
+    runner: JobRunner = request.app.state.job_runner
+    return runner
+
+
 SessionDep = Annotated[AsyncSession, Depends(get_session, scope="function")]
 SettingsDep = Annotated[Settings, Depends(get_settings_dep)]
 ClockDep = Annotated[Clock, Depends(get_clock)]
 TokenizerDep = Annotated[Tokenizer, Depends(get_tokenizer)]
 DatabaseDep = Annotated[Database, Depends(get_db)]
+JobRunnerDep = Annotated[JobRunner, Depends(get_job_runner)]
 
 
 # Declares the bearer scheme in the OpenAPI document (so Swagger UI's "Authorize" sends the key); the

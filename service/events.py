@@ -1,18 +1,19 @@
 """The append-only event log. Every write records its event in the same transaction.
 
-One builder (``event``) makes every row, whoever writes it; one writer (``record_events``) inserts a
-request's events in one statement. Set-based jobs insert theirs with ``INSERT ... SELECT`` in
-jobs/repository.py, over the same columns."""
+Every event is written here: a request's (and the CLI's) rows, built by ``event``, in one statement by
+``record_events``; a set-based job's, one per changed row, by the ``INSERT ... SELECT`` that ``job_events``
+composes into the job's own statement (jobs/repository.py). Both fill every column of ``event``."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from scoring.expr import literal
 from service.db.bulk import copy_rows
 from service.db.models import Event
 from service.ids import uuid7
@@ -79,3 +80,43 @@ async def record_events(session: AsyncSession, rows: Sequence[dict[str, Any]]) -
         return
     # Every column in every row, written with one COPY (see service/db/bulk.py).
     await copy_rows(session, _EVENT, [{**_EVENT_BASE, "id": uuid7(), **row} for row in rows])
+
+
+def _jsonb(fields: Mapping[str, str]) -> str:
+    return f"jsonb_build_object({', '.join(f'{literal(k)}, {v}' for k, v in fields.items())})"
+
+
+def job_events(
+    *,
+    rows: str,
+    action: str,
+    entity_type: str,
+    entity_id: str,
+    reason: str,
+    rule: str,
+    before: Mapping[str, str],
+    after: Mapping[str, str],
+) -> str:
+    """The ``INSERT ... SELECT`` of a set-based job's events, for a CTE of its statement: one event per row of
+    ``rows`` (which has ``tenant_id`` and ``user_id``), by the run bound as ``:actor``, ``:run`` and ``:now``,
+    whose id its ``after`` carries too. ``entity_id``, ``reason`` and the values of ``before`` and ``after``
+    are SQL expressions over ``rows``' columns, written by the job, never input."""
+    values = {
+        "id": "ctxmem_uuid7()",
+        "tenant_id": "tenant_id",
+        "user_id": "user_id",
+        "actor": ":actor",
+        "actor_role": "'system'",
+        "action": literal(action),
+        "entity_type": literal(entity_type),
+        "entity_id": entity_id,
+        "reason": reason,
+        "rule": literal(rule),
+        "run_id": "CAST(:run AS uuid)",
+        "before": _jsonb(before),
+        "after": _jsonb({**after, "run_id": "CAST(:run AS text)"}),
+        "created_at": ":now",
+    }
+    if values.keys() != _EVENT_BASE.keys():
+        raise AssertionError(f"job_events must fill every column of event: {sorted(_EVENT_BASE)}")
+    return f"INSERT INTO event ({', '.join(values)})\nSELECT {', '.join(values.values())}\nFROM {rows}"

@@ -25,6 +25,7 @@ from pydantic_settings import (
 )
 
 from schemas.jobs import JOB_NAMES
+from scoring.fourc import FourCWeights
 from scoring.window_policy import SECTION_WEIGHTS, ValueModel
 
 # Default lifetimes (seconds). A tool result describes the world at one moment and goes stale within
@@ -44,22 +45,28 @@ class _Group(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+# The defaults of the 4C weights and of the value model are the pure code's own (scoring/fourc.py,
+# scoring/window_policy.py); settings add only the bounds an operator's value must keep.
+_FOURC = FourCWeights()
+_VALUE = ValueModel()
+
+
 class FourCSettings(_Group):
     """Weights of the 4C score (scoring/fourc.py documents each and the calibration they hold).
     Set one with e.g. ``CTXMEM_FOURC__COUNT_POINTS=30``."""
 
-    count_points: float = Field(30.0, ge=0)
-    count_saturation_sessions: int = Field(6, ge=1)
-    continuity_points: float = Field(25.0, ge=0)
-    continuity_saturation_days: float = Field(90.0, gt=0)
-    cross_context_points: float = Field(15.0, ge=0)
-    cross_context_saturation: int = Field(3, ge=1)
-    confirmation_points: float = Field(30.0, ge=0)
-    explicit_points: float = Field(20.0, ge=0)
-    inferred_points: float = Field(10.0, ge=0)
-    inferred_saturation_sessions: int = Field(3, ge=1)
-    contradiction_penalty: float = Field(15.0, ge=0)
-    explicit_contradiction_penalty: float = Field(25.0, ge=0)
+    count_points: float = Field(_FOURC.count_points, ge=0)
+    count_saturation_sessions: int = Field(_FOURC.count_saturation_sessions, ge=1)
+    continuity_points: float = Field(_FOURC.continuity_points, ge=0)
+    continuity_saturation_days: float = Field(_FOURC.continuity_saturation_days, gt=0)
+    cross_context_points: float = Field(_FOURC.cross_context_points, ge=0)
+    cross_context_saturation: int = Field(_FOURC.cross_context_saturation, ge=1)
+    confirmation_points: float = Field(_FOURC.confirmation_points, ge=0)
+    explicit_points: float = Field(_FOURC.explicit_points, ge=0)
+    inferred_points: float = Field(_FOURC.inferred_points, ge=0)
+    inferred_saturation_sessions: int = Field(_FOURC.inferred_saturation_sessions, ge=1)
+    contradiction_penalty: float = Field(_FOURC.contradiction_penalty, ge=0)
+    explicit_contradiction_penalty: float = Field(_FOURC.explicit_contradiction_penalty, ge=0)
 
     @model_validator(mode="after")
     def _max_100(self) -> FourCSettings:
@@ -67,6 +74,9 @@ class FourCSettings(_Group):
         if total > 100:
             raise ValueError(f"the four maxima must add up to at most 100 (got {total})")
         return self
+
+    def weights(self) -> FourCWeights:
+        return FourCWeights(**self.model_dump())
 
 
 class WindowValueSettings(_Group):
@@ -76,21 +86,21 @@ class WindowValueSettings(_Group):
     their defaults)."""
 
     section_weights: dict[str, float] = Field(default_factory=dict)
-    relevance_floor: float = Field(0.02, gt=0, le=1)
-    relevance_sharpness: float = Field(2.0, ge=0, le=50)
-    length_exponent: float = Field(1.0, ge=0, le=2)
-    length_reference_tokens: int = Field(32, ge=1)
-    merit_base: float = Field(0.4, gt=0)
-    w_authority: float = Field(0.3, ge=0)
-    w_confidence: float = Field(0.15, ge=0)
-    w_freshness: float = Field(0.15, ge=0)
-    freshness_half_life_days: float = Field(30.0, gt=0)
-    extractive_exponent: float = Field(0.95, gt=0, le=4)
-    key_fields_exponent: float = Field(0.9, gt=0, le=4)
-    index_share: float = Field(0.05, gt=0, le=1)
-    history_turn_value: float = Field(0.5, gt=0)
-    history_exchange_value: float = Field(1.0, gt=0)
-    history_decay: float = Field(0.85, gt=0, le=1)
+    relevance_floor: float = Field(_VALUE.relevance_floor, gt=0, le=1)
+    relevance_sharpness: float = Field(_VALUE.relevance_sharpness, ge=0, le=50)
+    length_exponent: float = Field(_VALUE.length_exponent, ge=0, le=2)
+    length_reference_tokens: int = Field(_VALUE.length_reference_tokens, ge=1)
+    merit_base: float = Field(_VALUE.merit_base, gt=0)
+    w_authority: float = Field(_VALUE.w_authority, ge=0)
+    w_confidence: float = Field(_VALUE.w_confidence, ge=0)
+    w_freshness: float = Field(_VALUE.w_freshness, ge=0)
+    freshness_half_life_days: float = Field(_VALUE.freshness_half_life_days, gt=0)
+    extractive_exponent: float = Field(_VALUE.extractive_exponent, gt=0, le=4)
+    key_fields_exponent: float = Field(_VALUE.key_fields_exponent, gt=0, le=4)
+    index_share: float = Field(_VALUE.index_share, gt=0, le=1)
+    history_turn_value: float = Field(_VALUE.history_turn_value, gt=0)
+    history_exchange_value: float = Field(_VALUE.history_exchange_value, gt=0)
+    history_decay: float = Field(_VALUE.history_decay, gt=0, le=1)
 
     @field_validator("section_weights")
     @classmethod

@@ -20,8 +20,8 @@ from collections.abc import Callable
 import asyncpg
 
 from scoring.backoff import retry_delay
+from service.auth.principal import Principal
 from service.auth.repository import REVOKED_CHANNEL as CHANNEL
-from service.auth.service import Principal
 from service.db.engine import plain_url
 
 log = logging.getLogger("ctxmem")

@@ -1,4 +1,4 @@
-"""Key issuing and checking, and what each role may do (docs/design.md §4)."""
+"""Key issuing and checking (docs/design.md §4); what each role may do is service/auth/principal.py."""
 
 from __future__ import annotations
 
@@ -8,70 +8,23 @@ import secrets
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
-from enum import StrEnum
-from typing import TYPE_CHECKING
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from service.auth import repository
+from service.auth.cache import KeyCache
+from service.auth.principal import ROLE_PERMISSIONS, Principal
+
+# Still imported from here by service/windows/ and service/search/ (being moved by their owners): the name's
+# home is service/auth/principal.py.
+from service.auth.principal import Permission as Permission
 from service.db.models import ApiKey
-from service.errors import Forbidden, Unauthorized, ValidationFailed
+from service.errors import Unauthorized, ValidationFailed
 from service.events import Operator, event, record_events
 from service.ids import uuid7
 
-if TYPE_CHECKING:
-    from service.auth.cache import KeyCache
-
 KEY_PREFIX = "cmk_"
 TENANT_PATTERN_MAX = 128
-
-
-class Permission(StrEnum):
-    ITEMS_WRITE = "items:write"
-    ITEMS_READ = "items:read"
-    WRITE_SYSTEM_AUTHORITY = "items:write-system"
-    USERS_EXPORT = "users:export"
-    USERS_ERASE = "users:erase"
-    KEYS_MANAGE = "keys:manage"
-    PROFILE_WRITE = "profile:write"
-    PROFILE_CONFIRM = "profile:confirm"
-    EVIDENCE_READ = "evidence:read"
-    JOBS_RUN = "jobs:run"
-
-
-# agent: items, observations, windows. operator: reads everything in its tenant. admin: everything,
-# including keys, erasure, jobs and writing system-authority rules.
-ROLE_PERMISSIONS: dict[str, frozenset[Permission]] = {
-    "agent": frozenset(
-        {Permission.ITEMS_WRITE, Permission.ITEMS_READ, Permission.PROFILE_WRITE, Permission.PROFILE_CONFIRM}
-    ),
-    "operator": frozenset(
-        {Permission.ITEMS_READ, Permission.USERS_EXPORT, Permission.PROFILE_CONFIRM, Permission.EVIDENCE_READ}
-    ),
-    "admin": frozenset(Permission),
-}
-
-
-@dataclass(frozen=True)
-class Principal:
-    tenant_id: str
-    key_id: uuid.UUID
-    role: str
-
-    @property
-    def actor(self) -> str:
-        return f"key:{self.key_id}"
-
-    def can(self, permission: Permission) -> bool:
-        return permission in ROLE_PERMISSIONS[self.role]
-
-    def require(self, permission: Permission) -> None:
-        if not self.can(permission):
-            allowed = [role for role, granted in ROLE_PERMISSIONS.items() if permission in granted]
-            raise Forbidden(
-                f"a key with role {self.role!r} may not {permission.value}; that needs a key with role "
-                f"{' or '.join(repr(r) for r in allowed)} (ctxmem keys create --role {allowed[0]})"
-            )
 
 
 def hash_secret(secret: str) -> str:

@@ -10,7 +10,7 @@ from typing import Any
 
 from schemas.items import ItemRead
 from schemas.users import EventRead
-from service.auth.service import Permission
+from service.auth.principal import Permission
 from service.console import repository
 from service.context import RequestContext
 from service.db.models import ACTIVE_STATUSES

@@ -14,7 +14,8 @@ from urllib.parse import urlsplit
 from fastapi import Depends, Form, Request, Response
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from service.auth.service import KEY_PREFIX, Principal, authenticate, hash_secret
+from service.auth.principal import Principal
+from service.auth.service import KEY_PREFIX, authenticate, hash_secret
 from service.console import repository
 from service.context import RequestContext
 from service.deps import ClockDep, SessionDep, SettingsDep

@@ -14,7 +14,7 @@ from schemas.conversations import MessagePage, MessagePopped, MessagesAppended, 
 from schemas.items import ItemCreate
 from schemas.windows import ChatMessage
 from scoring import history
-from service.auth.service import Permission
+from service.auth.principal import Permission
 from service.context import RequestContext
 from service.conversations import repository
 from service.db.models import ConversationMessage

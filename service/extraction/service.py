@@ -23,7 +23,7 @@ from schemas.extraction import ExtractedRecord, ExtractionResult, ExtractRequest
 from schemas.items import Evidence, ItemCreate, ItemRead
 from schemas.profiles import ObservationCreate, ProfileEntryRead
 from scoring.extraction import Grounded, Message, Proposal, Rejected, check, message_text, normalize
-from service.auth.service import Permission, Principal
+from service.auth.principal import Permission, Principal
 from service.context import RequestContext
 from service.errors import ExtractionCapReached, ExtractionOff, ExtractorUnavailableError
 from service.events import event, record_events

@@ -18,7 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from scoring.conflicts import Contender, check_correction, normalize_value, overridden, reinforced_confidence, resolve
 from scoring.items import expired
 from scoring.scopes import ScopeContext, Scoped
-from service.auth.service import Permission, Principal
+from service.auth.principal import Permission, Principal
 from service.db.models import ACTIVE_STATUSES
 from service.db.rows import from_row
 from service.errors import CorrectionRefused, ServiceError, ValidationFailed

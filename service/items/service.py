@@ -19,7 +19,7 @@ from scoring.items import (
     from_the_future,
 )
 from scoring.scopes import ScopeContext, Scoped, effective, scope_ref
-from service.auth.service import Permission
+from service.auth.principal import Permission
 from service.context import RequestContext
 from service.errors import (
     BatchItemInvalid,
@@ -72,8 +72,8 @@ class Written:
         return pydantic_core.to_json(read_data(self.rows[i], self.resolutions.get(i)), inf_nan_mode="null")
 
     def batch_json(self) -> bytes:
-        """``ItemBatchResult(items=self.read()).model_dump_json()``, byte for byte, without the models: a
-        batch of 1,000 spent ~2 ms validating them and as long again serialising them."""
+        """``ItemBatchResult(items=self.read()).model_dump_json()``, byte for byte, without the models: a batch's
+        rows are already valid, and validating them into models only to serialise them again doubles the work."""
         items = [read_data(row, self.resolutions.get(i)) for i, row in enumerate(self.rows)]
         return pydantic_core.to_json({"items": items}, inf_nan_mode="null")
 

@@ -34,7 +34,7 @@ from scoring.profile import (
     transition,
     with_job_changes,
 )
-from service.auth.service import Permission
+from service.auth.principal import Permission
 from service.context import RequestContext
 from service.db.rows import from_row
 from service.errors import BatchItemInvalid, EntryNotFound, ValidationFailed
@@ -43,12 +43,7 @@ from service.ids import uuid7
 from service.items.service import Provenance
 from service.limits import check_batch
 from service.profiles import repository
-from service.settings import Settings
 from service.users import service as users
-
-
-def weights(settings: Settings) -> FourCWeights:
-    return FourCWeights(**settings.profiles.fourc.model_dump())
 
 
 def identity(obs: ObservationCreate) -> tuple[str, str, str, str, str]:
@@ -74,7 +69,7 @@ async def add_observations(
     ctx.principal.require(permission)
     _check_observations(ctx, observations=observations, batch=batch)
     await users.ensure_user(ctx, user_id=user_id)
-    w = _Write(ctx, user_id, weights(ctx.settings))
+    w = _Write(ctx, user_id, ctx.settings.profiles.fourc.weights())
     entries, created = await _locked_entries(w, observations)
     by_id = {e["id"]: e for e in entries.values()}
     rows = [_observation_row(w, obs, entries[identity(obs)]["id"]) for obs in observations]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from schemas.users import EventPage, EventRead
-from service.auth.service import Permission
+from service.auth.principal import Permission
 from service.context import RequestContext
 from service.pagination import decode_cursor, encode_cursor, page_size
 from service.timeline import repository

@@ -14,7 +14,7 @@ from schemas.conversations import StoredMessage
 from schemas.items import ItemRead
 from schemas.profiles import ObservationRead, ProfileEntryRead
 from schemas.users import EraseResult, EventRead
-from service.auth.service import Permission, Principal
+from service.auth.principal import Permission, Principal
 from service.context import RequestContext
 from service.db.engine import Database
 from service.db.models import ContextItem, ConversationMessage, Event, Observation, ProfileEntry

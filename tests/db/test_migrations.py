@@ -106,7 +106,8 @@ async def test_item_search_rows_written_before_0016_get_their_expiry_and_a_chang
 ) -> None:
     """Migration 0016 copies each indexed item's expires_at into item_search and numbers every existing row
     (the per-process copy of a user's texts is checked against their count and sum of seq)."""
-    from service.auth.service import Principal, create_key
+    from service.auth.principal import Principal
+    from service.auth.service import create_key
     from service.clock import Clock
     from service.context import RequestContext
     from service.db.engine import session_scope

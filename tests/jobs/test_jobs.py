@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import random
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -12,7 +13,15 @@ from sqlalchemy import text
 
 from jobs.runner import run_job
 from scoring.fourc import Evidence, FourCWeights, promotable, score_4c
-from scoring.profile import DECAYING_STATUSES, TIER_ORDER, EntryState, decay_step, decayed_score
+from scoring.profile import (
+    DECAYING_STATUSES,
+    TIER_ORDER,
+    EntryState,
+    decay_period_days,
+    decay_period_days_sql,
+    decay_step,
+    decayed_score,
+)
 from service.clock import FixedClock
 from service.console.session import sign_in as console_sign_in
 from service.db.engine import Database, session_scope
@@ -145,6 +154,29 @@ async def test_only_the_stale_domain_decays(
     custom = settings.replace(decay_days_overrides={"coding": 365, "finance.preference": 30})
     await run("decay", db, custom, tenant, T0 + timedelta(days=200))
     assert (await entry(client, tenant, code["id"]))["status"] == "active"
+
+
+async def test_sql_decay_period_matches_the_python_lookup(db: Database) -> None:
+    """The decay job's period lookup is rendered from scoring.profile.decay_period_days; both give each entry the
+    same days, whichever keys the overrides name."""
+    overrides = {"finance.preference": 30, "finance": 60, "preference": 120, ".ability": 7}
+    pairs = [(d, m) for d in ("finance", "coding", "") for m in ("preference", "ability", "fact")]
+    expr = decay_period_days_sql(
+        columns={"domain_key": "e.domain_key", "dimension": "e.dimension"},
+        overrides="CAST(:periods AS jsonb)",
+        default_days="CAST(:default_days AS int)",
+    )
+    values = ", ".join(f"('{d}', '{m}')" for d, m in pairs)
+    async with db.engine.connect() as conn:
+        rows = await conn.execute(
+            text(f"SELECT e.domain_key, e.dimension, {expr} FROM (VALUES {values}) AS e(domain_key, dimension)"),
+            {"periods": json.dumps(overrides), "default_days": 90},
+        )
+        got = {(d, m): days for d, m, days in rows}
+    assert got == {
+        (d, m): decay_period_days(domain_key=d, dimension=m, overrides=overrides, default_days=90) for d, m in pairs
+    }
+    assert set(got.values()) == {30, 60, 120, 7, 90}
 
 
 async def test_expire_tool_result_after_ttl(

@@ -14,6 +14,7 @@ from scoring.profile import (
     DECAY_END_STATUS,
     DECAYING_STATUSES,
     EntryState,
+    decay_period_days,
     decay_step,
     decayed_score,
     transition,
@@ -145,3 +146,16 @@ def test_decayed_score_is_scaled_and_rounded_never_raised(score: float, factor: 
     assert out == round(out, SCORE_DECIMALS)
     assert abs(out - score * factor) <= 0.5 * 10**-SCORE_DECIMALS + 1e-9
     assert decayed_score(80.0, factor=0.5) == 40.0
+
+
+def test_the_decay_period_is_the_most_specific_override() -> None:
+    overrides = {"finance.preference": 30, "finance": 60, "preference": 120}
+
+    def days(domain_key: str, dimension: str) -> int:
+        return decay_period_days(domain_key=domain_key, dimension=dimension, overrides=overrides, default_days=90)
+
+    assert days("finance", "preference") == 30
+    assert days("finance", "ability") == 60
+    assert days("coding", "preference") == 120
+    assert days("coding", "ability") == 90
+    assert days("", "preference") == 120  # a global entry: its dimension's period

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from service.auth.service import Principal
+from service.auth.principal import Principal
 from service.context import RequestContext
 from service.settings import Settings
 from service.tokenizer import build_tokenizer

@@ -15,6 +15,8 @@ import pytest
 from pydantic import BaseModel, ValidationError
 from pydantic.fields import FieldInfo
 
+from scoring.fourc import FourCWeights
+from scoring.window_policy import ValueModel
 from service.settings import FLAT_NAMES, Settings, group_and_field
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -274,3 +276,11 @@ def test_replica_urls_are_comma_separated_trimmed_and_checked(monkeypatch: pytes
     with pytest.raises(ValidationError, match="CTXMEM_DATABASE_REPLICA_URLS") as caught:
         Settings()
     assert "mysql://b/ctxmem" in str(caught.value)
+
+
+def test_the_scoring_defaults_are_the_settings_defaults() -> None:
+    """The 4C weights and the window's value model default to the pure code's own numbers (settings only bound
+    them), so a library caller of scoring/ and a server with no CTXMEM_* set score alike."""
+    settings = Settings()
+    assert settings.profiles.fourc.weights() == FourCWeights()
+    assert settings.window.value.model() == ValueModel()

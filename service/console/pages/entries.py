@@ -37,7 +37,7 @@ async def entry_page(
 ) -> Response:
     ctx = context(request, operator)
     evidence = await profiles.get_evidence(ctx, user_id=user_id, entry_id=entry_id)
-    weights, threshold = profiles.weights(ctx.settings), ctx.settings.profiles.long_term_threshold
+    weights, threshold = ctx.settings.profiles.fourc.weights(), ctx.settings.profiles.long_term_threshold
     return render(
         request,
         "entry.html",

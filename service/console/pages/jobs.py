@@ -9,12 +9,13 @@ from typing import Annotated, cast
 from fastapi import Path, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 
-from jobs import service as jobs
 from schemas.jobs import JOB_NAMES, JobName
-from service.auth.service import Permission
+from service.auth.principal import Permission
 from service.console.rendering import console_router, render
 from service.console.session import CheckedOperator, Operator, context, flash
+from service.deps import JobRunnerDep
 from service.errors import NotFound, ServiceError, ValidationFailed
+from service.jobs_api import service as jobs
 
 router = console_router()
 
@@ -52,10 +53,10 @@ async def jobs_page(
 
 @router.post("/jobs/{name}/run")
 async def run_job(
-    request: Request, operator: CheckedOperator, name: Annotated[str, Path(max_length=64)]
+    request: Request, operator: CheckedOperator, runner: JobRunnerDep, name: Annotated[str, Path(max_length=64)]
 ) -> RedirectResponse:
     job = _job(name, error=NotFound)
-    run = await jobs.run_job(context(request, operator), db=request.app.state.db, name=job)
+    run = await jobs.run_job(context(request, operator), runner=runner, db=request.app.state.db, name=job)
     rows = ", ".join(f"{k} {v}" for k, v in sorted(run.rows.items())) or "no rows changed"
     outcome = f"{run.name}: {run.status} ({rows})" + (f" — {run.error}" if run.error else "")
     await flash(operator, outcome)

@@ -73,7 +73,7 @@ async def user_page(request: Request, user_id: UserIdPath, operator: Operator, c
     profile = await profiles.get_profile(ctx, user_id=user_id, domains=None, session_id=None, tiers=None)
     page = await items.list_items(ctx, user_id=user_id, query=_all_items(cursor))
     conflicts = await service.conflicted_slots(ctx, user_id=user_id)
-    weights, threshold = profiles.weights(ctx.settings), ctx.settings.profiles.long_term_threshold
+    weights, threshold = ctx.settings.profiles.fourc.weights(), ctx.settings.profiles.long_term_threshold
     bars: dict[str, FourCBar] = {}
     for domains in profile.tiers.values():
         for entries in domains.values():

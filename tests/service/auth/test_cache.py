@@ -13,7 +13,8 @@ from sqlalchemy import text
 
 from service.auth import repository
 from service.auth.cache import KeyCache, listen_for_revocations
-from service.auth.service import Principal, authenticate, create_key
+from service.auth.principal import Principal
+from service.auth.service import authenticate, create_key
 from service.db.engine import Database, session_scope
 from service.errors import Unauthorized
 from service.ids import uuid7

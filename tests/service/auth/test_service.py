@@ -11,15 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from sqlalchemy import text
 
-from service.auth.service import (
-    KEY_PREFIX,
-    ROLE_PERMISSIONS,
-    Permission,
-    Principal,
-    authenticate,
-    create_key,
-    hash_secret,
-)
+from service.auth.principal import ROLE_PERMISSIONS, Permission, Principal
+from service.auth.service import KEY_PREFIX, authenticate, create_key, hash_secret
 from service.db.engine import Database, session_scope
 from service.errors import Forbidden, Unauthorized, ValidationFailed
 from service.ids import uuid7

@@ -25,7 +25,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 from sqlalchemy import text
 
-from service.auth.service import Principal
+from service.auth.principal import Principal
 from service.clock import Clock
 from service.context import RequestContext
 from service.db import migrate

@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from scoring.items import authority_for_source, default_confidence
-from service.auth.service import Principal
+from service.auth.principal import Principal
 from service.db.engine import Database, session_scope
 from service.errors import ValidationFailed
 from service.ids import uuid7

@@ -87,7 +87,7 @@ async def test_export_of_large_user_streams(client: httpx.AsyncClient, tenant: T
     assert len(json.loads(r.content)["items"]) == 3000
     # The body is produced row by row from a server-side cursor (httpx's ASGI transport buffers the
     # response, so the generator itself is checked for streaming).
-    from service.auth.service import Principal
+    from service.auth.principal import Principal
     from service.clock import Clock
     from service.users.service import export_stream
 

@@ -22,7 +22,8 @@ from sqlalchemy import text
 from sqlalchemy.engine import make_url
 
 from schemas.items import ItemCreate
-from service.auth.service import Principal, create_key
+from service.auth.principal import Principal
+from service.auth.service import create_key
 from service.clock import Clock
 from service.context import RequestContext
 from service.db import migrate

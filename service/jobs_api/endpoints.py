@@ -6,10 +6,10 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, Query
 
-from jobs import service
 from schemas.jobs import JOB_NAMES, JobName, JobRunPage, JobRunRead, JobRunRequest
-from service.deps import ContextDep, DatabaseDep
+from service.deps import ContextDep, DatabaseDep, JobRunnerDep
 from service.errors import ERRORS
+from service.jobs_api import service
 
 _NAMES = f"{', '.join(JOB_NAMES[:-1])} or {JOB_NAMES[-1]}"
 
@@ -21,9 +21,10 @@ async def run(
     name: Annotated[JobName, Path(description=f"{_NAMES} (see docs/concepts.md, jobs)", examples=["decay"])],
     ctx: ContextDep,
     db: DatabaseDep,
+    runner: JobRunnerDep,
     body: JobRunRequest | None = None,
 ) -> JobRunRead:
-    return await service.run_job(ctx, db=db, name=name, now=body.now if body else None)
+    return await service.run_job(ctx, runner=runner, db=db, name=name, now=body.now if body else None)
 
 
 @router.get("/runs", response_model=JobRunPage, summary="Recent job runs: this tenant's and the global ones")
