@@ -147,8 +147,8 @@ class ServerSettings(_Group):
     def processes(self) -> int:
         """How many API processes ``ctxmem serve`` runs: ``workers``, or, unset, one per core less one — the
         database beside them needs a core too: on 2 cores one API process and PostgreSQL already keep both
-        busy (bench.window --http, quiet machine: 54 windows/s with one worker, 53 with two), and a second
-        worker would only move the vectors to pgvector (a 9x slower search, README)."""
+        busy, and a second worker would only move the vectors to pgvector, whose search is slower
+        (measured with bench.window --http: docs/operations.md#workers)."""
         return self.workers or max(1, (os.cpu_count() or 1) - 1)
 
 

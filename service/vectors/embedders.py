@@ -58,8 +58,8 @@ class HashingEmbedder:
     # words); a text sharing a content word with the query scores ~0.3 or more.
     min_score = 0.15
     # Word and character n-grams are a lexical signal: they back full-text search up (typos, morphology,
-    # Chinese) more than they add a second view, so full-text search leads the fusion (0.7 measured
-    # better on LoCoMo, +2.6 points at 900 tokens, and the same on bench.recall_eval; README).
+    # Chinese) more than they add a second view, so full-text search leads the fusion (the weight's
+    # measurements: bench/README.md).
     lexical_weight = 0.7
 
     def __init__(self, dim: int = DEFAULT_DIM) -> None:
