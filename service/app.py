@@ -192,7 +192,7 @@ def create_app(
             if settings.database.auto_migrate:
                 await migrate.upgrade(db.engine)
         app.state.db = db
-        app.state.caches = ProcessCaches()  # every cache this process keeps (service/caches.py)
+        app.state.caches = ProcessCaches(max_bytes=settings.server.process_cache_bytes)  # service/caches.py
         replicas = build_replicas(settings, replica_metrics)
         app.state.replicas = replicas
         app.state.commit_positions = commit_positions() if replicas is not None else None

@@ -351,5 +351,7 @@ def app_caches(state: Any) -> ProcessCaches:
     its lifespan (the tests, over ``ASGITransport``) gets them at their first use."""
     caches = getattr(state, "caches", None)
     if caches is None:
-        caches = state.caches = ProcessCaches()
+        settings = getattr(state, "settings", None)
+        limit = settings.server.process_cache_bytes if settings is not None else DEFAULT_MAX_BYTES
+        caches = state.caches = ProcessCaches(max_bytes=limit)
     return caches  # type: ignore[no-any-return]

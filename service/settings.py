@@ -27,6 +27,7 @@ from pydantic_settings import (
 from schemas.jobs import JOB_NAMES
 from scoring.fourc import FourCWeights
 from scoring.window_policy import SECTION_WEIGHTS, ValueModel
+from service.caches import DEFAULT_MAX_BYTES
 
 # Default lifetimes (seconds). A tool result describes the world at one moment and goes stale within
 # minutes; a step/stage is over within hours; preferences, rules and facts have no built-in end.
@@ -142,6 +143,9 @@ class ServerSettings(_Group):
     header_timeout_seconds: float = Field(10.0, gt=0, le=600)
     body_timeout_seconds: float = Field(60.0, gt=0, le=3600)
     max_header_bytes: int = Field(64 * 1024, ge=4096, le=16 * 1024 * 1024)
+    # Every cache the process keeps (service/caches.py) shares this many bytes (estimated); past it, the
+    # largest cache gives up its oldest entries first. /metrics reports each cache's bytes and entries.
+    process_cache_bytes: int = Field(DEFAULT_MAX_BYTES, ge=0)
 
     @property
     def processes(self) -> int:
@@ -426,7 +430,7 @@ class WindowSettings(_Group):
     # profile), the items retrieved for the query (recall.candidates per ranking), and the user's newest
     # recent_items other items; the rest are counted as "not retrieved".
     recent_items: int = Field(50, ge=0, le=10_000)
-    # Per-process cache of what a window derives from a user's rows (service/windows/cache.py), checked
+    # Per-process cache of what a window derives from a user's rows (service/caches.py), checked
     # against the database on every request. Bounded by entries (user x session/task/stage/step x domains)
     # and by the item and profile rows they hold, about 3.5 KB of memory each; 0 turns it off.
     cache_entries: int = Field(1_000, ge=0)
@@ -502,6 +506,7 @@ FLAT_NAMES: dict[str, str] = {
     "log_format": "server.log_format",
     "key_cache_seconds": "server.key_cache_seconds",
     "max_body_bytes": "server.max_body_bytes",
+    "process_cache_bytes": "server.process_cache_bytes",
     "header_timeout_seconds": "server.header_timeout_seconds",
     "body_timeout_seconds": "server.body_timeout_seconds",
     "max_header_bytes": "server.max_header_bytes",

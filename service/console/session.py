@@ -16,6 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from service.auth.principal import Principal
 from service.auth.service import KEY_PREFIX, authenticate, hash_secret
+from service.caches import app_caches
 from service.console import repository
 from service.context import RequestContext
 from service.deps import ClockDep, SessionDep, SettingsDep
@@ -171,4 +172,12 @@ def context(request: Request, operator: ConsoleSession) -> RequestContext:
     permissions are the services' own (as for the API, service.deps.get_context)."""
     state = request.app.state
     vectors = getattr(state, "vectors", None)
-    return RequestContext(operator.db, operator.principal, state.settings, state.tokenizer, state.clock.now(), vectors)
+    return RequestContext(
+        operator.db,
+        operator.principal,
+        state.settings,
+        state.tokenizer,
+        state.clock.now(),
+        vectors,
+        caches=app_caches(state),  # the console's previews share the process's caches with the API
+    )

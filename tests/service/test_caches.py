@@ -104,3 +104,15 @@ def test_the_process_caches_stay_under_one_byte_budget_and_report_what_they_hold
     assert held == [10]
     caches.clear()
     assert caches.bytes == 0 and all(n == 0 for _, n in caches.report().values())
+
+
+def test_the_byte_budget_is_the_setting() -> None:
+    """CTXMEM_PROCESS_CACHE_BYTES reaches the app's caches, also when its lifespan has not run."""
+    from types import SimpleNamespace
+
+    from service.caches import app_caches
+    from service.settings import Settings
+
+    state = SimpleNamespace(settings=Settings(process_cache_bytes=12_345))
+    assert app_caches(state).max_bytes == 12_345
+    assert app_caches(state) is app_caches(state)  # built once
