@@ -77,7 +77,7 @@ STANDING_ITEM = (
     f" AND ({_in('type', STANDING_TYPES)} OR {_in('status', STANDING_STATUSES)})"
 )
 SCOPED_ITEM = f"{_in('status', ACTIVE_STATUSES)} AND scope NOT IN ({', '.join(repr(s) for s in EVERYWHERE)})"
-# The turns of a conversation: episodes that name their session (relevance in context, windows/recall.py).
+# The turns of a conversation: episodes that name their session (relevance in context, service/recall/service.py).
 CONVERSATION_ITEM = "type = 'episode' AND session_id IS NOT NULL"
 
 
