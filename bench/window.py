@@ -59,7 +59,8 @@ from schemas.items import ItemCreate
 from schemas.profiles import ObservationCreate
 from schemas.windows import WindowRequest
 from scoring.embedding import hash_embed
-from service.auth.service import Principal, create_key
+from service.auth.principal import Principal
+from service.auth.service import create_key
 from service.caches import ProcessCaches
 from service.clock import Clock
 from service.context import RequestContext

@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from service.auth.service import Principal
+from service.auth.principal import Principal
 from service.clock import Clock
 from service.context import RequestContext
 from service.db.engine import Database, session_scope

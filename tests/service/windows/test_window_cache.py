@@ -19,7 +19,7 @@ from sqlalchemy import text
 
 from schemas.items import ItemCreate
 from schemas.windows import WindowRequest
-from service.auth.service import Principal
+from service.auth.principal import Principal
 from service.caches import ProcessCaches, WindowCache, app_caches
 from service.clock import Clock
 from service.context import RequestContext
