@@ -1,7 +1,7 @@
 """The lexical ranking of a user's texts for a query: which of the query's terms rank, and BM25 over the
 texts holding them. Pure: the terms come analysed (PostgreSQL's ``ctxmem_tsv``: English stemming plus CJK
 characters as tokens) and the postings (for each kept term, the texts holding it and their lengths) from
-the full-text index or the per-process copy of it (service/windows/lexicon.py).
+the full-text index or the per-process copy of it (service/recall/lexicon.py).
 
 Which terms rank (``kept_terms``): the query's terms, most common first to go, are kept while the texts they
 would bring stay within ``max_hits``: a term's share of all indexed texts (PostgreSQL's statistics of the

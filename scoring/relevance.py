@@ -13,7 +13,8 @@ observed then (``in_period``). Two fusions (``CTXMEM_FUSION``):
 * ``rrf``: reciprocal-rank fusion, score(d) = Σ 1 / (k + rank_r(d)), k = 60 (Cormack et al., 2009): no
   score calibration needed, but it sees ranks only.
 
-Convex measured better on the retrieval eval (bench/recall_eval.py; README) and is never worse there.
+Convex is the default because it does better on the retrieval eval (bench/recall_eval.py; figures in
+bench/README.md) and never worse.
 
 The window turns relevance into value (scoring/window_policy.py): relevance = fused score / best fused
 score of this query (0-1; 0 for items in neither ranking) multiplies an item's worth.
@@ -120,7 +121,7 @@ def in_session(
 
 # A turn that asks: its text ends in a question mark (ASCII or fullwidth), perhaps followed by closing quotes or
 # brackets (straight, curly, fullwidth, CJK corner) and spaces. The same pattern serves Python's ``re`` and
-# PostgreSQL's ``~`` (service/windows/repository.py).
+# PostgreSQL's ``~`` (service/recall/repository.py).
 QUESTION_END = "[?\uff1f][\"'\u201d\u2019)\uff09\u300d\u300f\\s]*$"
 _QUESTION_END = re.compile(QUESTION_END)
 

@@ -57,8 +57,8 @@ PREFIX_SECTIONS = ("rules", "profile")
 # With a BPE tokenizer (o200k, cl100k) "-" is a token of its own, the space joins the next word's token,
 # and the newline joins the line's last piece when that is punctuation (".\n", "?\n") but is a token of
 # its own after a letter or a digit. The final text is counted exactly and the selection tightened if the
-# estimate was short; a flat 1 per line was short by one token on every line ending in a word (on the
-# window benchmark's 1,000-item user: ~85 tokens a window, so every window selected twice).
+# estimate was short; a flat 1 per line would be short by one token on every line ending in a word, enough
+# to make a window select twice.
 LINE_OVERHEAD = 1
 
 

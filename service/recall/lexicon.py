@@ -1,8 +1,8 @@
 """A per-process copy of a user's lexical index — each text's lexemes as postings (lexeme → the texts
 holding it), its length and its expiry — so that a window ranks by BM25 (scoring.lexical) without asking
-PostgreSQL which texts hold each query term: for a user with 1,000 texts that is most of the lexical
-ranking's time (the GIN probes and reading ~1,500 (term, text) pairs: ~3.5 ms a window here, against
-~0.5 ms from the copy).
+PostgreSQL which texts hold each query term: for a user with a thousand or so texts, the GIN probes and
+reading the (term, text) pairs they find are most of the lexical ranking's time, and the copy answers the
+same from memory.
 
 A copy is used only when it is current. The window's first lexical round trip reads the user's count of
 ``item_search`` rows and the sum of their ``seq`` (a new number from one sequence each time a row is
@@ -12,7 +12,7 @@ the user's rows changes that pair. A copy that does not match is brought up to d
 1. the rows written since the copy's greatest seq (a range of ix_item_search_user_seq: after a turn of
    conversation, a few rows), read in the same statement as the user's count and sum now — for a user
    who has a copy, that is the window's first lexical round trip itself (``since``), so storing a turn
-   costs the next window no statement of its own (measured: 1.65 → 0.4 ms to bring the copy up to date);
+   costs the next window no statement of its own;
    for a copy being built, a statement of its own from seq 0;
 2. if that does not account for the count and sum (a text was removed, or written with a smaller seq by a
    transaction that committed late), one statement lists every (id, seq) of the user's and the texts of
@@ -26,14 +26,13 @@ changes — otherwise the ranking must analyse the pending texts, which PostgreS
 (repository.lexical_ranking). The database stays the source of truth: each process keeps its own copies.
 
 Only users with at most ``recall.lexicon_texts`` texts get a copy, at their second ranking in a process
-(the build reads all of the user's texts: ~20 ms per 1,000 here, ~12 of them PostgreSQL reading the
-texts — not worth it for a user who asks once, and building on every first request would thrash the
-copies once more users ask than they hold); larger users are ranked in PostgreSQL, whose cost stays flat
+(the build reads all of the user's texts, most of its cost PostgreSQL reading them — not worth it for a
+user who asks once, and building on every first request would thrash the copies once more users ask than
+they hold); larger users are ranked in PostgreSQL, whose cost stays flat
 (the GIN index is per user and very common terms are dropped). Copies are bounded in all by
 ``recall.lexicon_postings`` (LRU, in ``ProcessCaches.lexicons``: service/caches.py), postings and texts
-each weighing 1: measured
-with tracemalloc, 0.9 MB for 1,000 texts of 34 lexemes over a 5,000-word vocabulary and 1.7 MB for 5,000
-(the arrays' own overhead per term dominates a small copy), so 10-25 bytes per unit of weight.
+each weighing 1, a unit of weight being some tens of bytes (the arrays' own overhead per term dominates a
+small copy).
 """
 
 from __future__ import annotations

@@ -16,21 +16,21 @@ from scoring import lexical
 from service.caches import Expiring, Memo, ProcessCaches, WindowCache
 from service.db.engine import driver_connection
 from service.db.models import active_sql
-from service.db.selection import ACTIVE, ROW_VERSION, Selection, applies, retrievable, row_version
+from service.db.selection import ACTIVE, ROW_VERSION, Selection, applies, in_domains, retrievable, row_version
 from service.recall import lexicon
 
 _ITEMS_WHERE = f"""
 WHERE tenant_id = $1 AND user_id = $2 AND {ACTIVE}
   AND {applies(3)}
-  AND ($7::text[] IS NULL OR domain IS NULL OR domain = ANY($7::text[]))
+  AND {in_domains("$7")}
 """
 _APPLICABLE_COUNT_SQL = f"SELECT count(*) FROM context_item {_ITEMS_WHERE}"
 
 
 # How many items apply to a selection is counted at most once a minute per process: the count reads every
-# one of the user's items (~50 ms at 100,000), it only sizes the response's ``not_retrieved`` and the
-# lexical ranking's estimate of how common a term is among the user's texts, and neither needs it to the
-# item. Kept in ``ProcessCaches.counts``, keyed by the selection.
+# one of the user's items (its cost grows with the user's memory), it only sizes the response's
+# ``not_retrieved`` and the lexical ranking's estimate of how common a term is among the user's texts, and
+# neither needs it to the item. Kept in ``ProcessCaches.counts``, keyed by the selection.
 COUNT_TTL_SECONDS = 60.0
 
 
@@ -52,33 +52,39 @@ async def applicable_count(driver: Any, args: tuple[Any, ...], *, counts: Memo[t
 # user's that the outbox worker has not applied (a probe of ix_vector_outbox_user): whether the vector
 # index can be trusted for this user's items. Another user's backlog does not make it wrong for this one,
 # and the probe stays on one shard on Citus (docs/citus.md).
-# With them, when $4 > 0, the version of the user's texts (lexicon.py: their count and sum of seq, read
-# from ix_item_search_user_seq alone) for a user with fewer than $4 of them: whether this process's copy of
-# them is current.
-# And, when $5 is not NULL (the greatest seq of the process's copy), the rows written since, one per
+# With them, when ``cap`` > 0, the version of the user's texts (lexicon.py: their count and sum of seq,
+# read from ix_item_search_user_seq alone) for a user with fewer than ``cap`` of them: whether this
+# process's copy of them is current.
+# And, when ``top`` is not NULL (the greatest seq of the process's copy), the rows written since, one per
 # result row (the first also carries the rest; none: one row with NULL there): after a turn is stored
 # the copy is brought up to date from the same snapshot as the version, without a round trip of its own.
 # At most lexicon.DELTA_ROWS of them, in seq order (more: the copy is reconciled instead, lexicon.py):
 # the order and the limit keep the generic plan on the index over (tenant, user, seq). Without them,
-# where one user holds most of the table, the planner's guess for "seq > $5" (a third of the user's
-# rows) made it scan the whole table for every window, $5 NULL or not: 36 ms at 100,000 texts. The
-# count is read in seq order too, for the same reason (there the plan was a scan of the table that
-# stops at $4 of the user's rows).
-LEXICAL_TERMS = f"""
+# where one user holds most of the table, the planner guesses that "seq > top" matches a third of the
+# user's rows and scans the whole table for every window, ``top`` NULL or not. The count is read in seq
+# order too, for the same reason (there the plan would scan the table until ``cap`` of the user's rows).
+def lexical_terms_sql(*, query: str, cap: str, top: str) -> str:
+    """The lexical ranking's first statement, tenant and user bound as $1 and $2 and its own parameters as
+    named: ``query`` (text), ``cap`` (the most texts a copy may hold + 1; 0: no copy) and ``top`` (the
+    copy's greatest seq; NULL: none), as ``LexicalTerms.args`` holds them."""
+    return f"""
 SELECT t.lexemes, t.lag, t.texts, t.seqs, d.id, d.text_lexemes, d.expires_at, d.seq
-FROM (SELECT tsvector_to_array(ctxmem_tsv($3)) AS lexemes,
+FROM (SELECT tsvector_to_array(ctxmem_tsv({query})) AS lexemes,
              (SELECT EXTRACT(EPOCH FROM now() - created_at)::float8 FROM vector_outbox
               WHERE tenant_id = $1 AND user_id = $2 AND dead_at IS NULL ORDER BY id LIMIT 1) AS lag,
              v.texts, v.seqs::bigint AS seqs
       FROM (SELECT count(*) AS texts, sum(seq) AS seqs
             FROM (SELECT seq FROM item_search
-                  WHERE tenant_id = $1 AND user_id = $2 AND $4::int > 0 ORDER BY seq LIMIT $4) AS u) AS v) AS t
+                  WHERE tenant_id = $1 AND user_id = $2 AND {cap}::int > 0 ORDER BY seq LIMIT {cap}) AS u) AS v) AS t
 LEFT JOIN LATERAL (
     SELECT item_id::text AS id, tsvector_to_array(tsv) AS text_lexemes, expires_at, seq FROM item_search
-    WHERE tenant_id = $1 AND user_id = $2 AND seq > $5::bigint
+    WHERE tenant_id = $1 AND user_id = $2 AND seq > {top}::bigint
     ORDER BY seq LIMIT {lexicon.DELTA_ROWS}
 ) AS d ON true
 """
+
+
+LEXICAL_TERMS = lexical_terms_sql(query="$3", cap="$4", top="$5")
 
 
 @dataclass(frozen=True)
@@ -106,27 +112,25 @@ def terms_args(
     return LexicalTerms((query, lexicon_texts + 1 if copy else 0, base.top if base is not None else None), base)
 
 
-# Then, for each kept term ($3), the user's texts holding it and their lengths (distinct lexemes): the
-# indexed ones through item_search's per-user GIN index (one probe per term), unexpired ($4: item_search
-# keeps its item's expires_at; it holds active items only, the worker removes the others), plus the
-# user's newest $5 changes the worker has not applied yet — their item_search rows (if any) are
-# skipped and their text analysed here from the item, if still in force: normally a few rows; capped so
-# that a user's bulk import does not make every window analyse thousands of texts (older ones are
-# searchable once the worker reaches them). Ids go as uuid[]: decoding them costs half what text does.
+# Then, for each kept term (``terms``), the user's texts holding it and their lengths (distinct lexemes):
+# the indexed ones through item_search's per-user GIN index (one probe per term), unexpired at ``now``
+# (item_search keeps its item's expires_at; it holds active items only, the worker removes the others),
+# plus the user's newest ``pending`` changes the worker has not applied yet — their item_search rows (if
+# any) are skipped and their text analysed here from the item, if still in force: normally a few rows;
+# capped so that a user's bulk import does not make every window analyse thousands of texts (older ones
+# are searchable once the worker reaches them). Ids go as uuid[]: decoding them costs half what text does.
 # For a large user the statement names the tenant and the user as constants, unlike the window's other
 # statements: which index serves it depends on how many texts this user has, and a generic plan, made
-# without the values, follows the database's average user — where most users are small it read the
-# user's rows through ix_item_search_user_seq and tested each against the query, right for a user of 200
-# texts, a scan of 100,000 for a large one, who is the one ranked here (smaller users are ranked from the
-# process's copy of their texts). With the user a constant, the plan (generic for the remaining
+# without the values, follows the database's average user — where most users are small it reads the
+# user's rows through ix_item_search_user_seq and tests each against the query, right for a small user,
+# a scan of all of a large one's texts, and a large user is the one ranked here (smaller users are ranked
+# from the process's copy of their texts). With the user a constant, the plan (generic for the remaining
 # parameters, the terms and the time) is made for this user's share of the table, and, a statement of its
 # own, it is prepared and planned once per connection (asyncpg's statement cache) rather than planned
-# again on every call. That replaced running the shared statement on a custom plan, which took two
-# statements around it to switch the connection's plan mode and back, and planned it every time: the
-# postings of the benchmark's 100,000-item user took 0.91-0.94 ms that way, against 0.28 ms now (alone,
-# in turn, 400 each). For a user with at most LARGE_USER_TEXTS items either plan reads a few thousand
-# rows at most: such a user (ranked here before the copy is built, or while the worker catches up)
-# shares the one statement.
+# again on every call — as the shared statement on a custom plan would be, with two statements around it
+# to switch the connection's plan mode and back. For a user with at most LARGE_USER_TEXTS items either
+# plan reads a few thousand rows at most: such a user (ranked here before the copy is built, or while the
+# worker catches up) shares the one statement.
 LARGE_USER_TEXTS = 5_000
 
 
@@ -186,7 +190,7 @@ def user_postings_sql(tenant_id: str, user_id: str) -> str:
 # scope instances): the row's version, whether it may be shown now (``usable``: in force, unexpired, in the
 # domains: ``_retrievable``) and whether it applies to the window's scopes. A window's retrieved items are
 # mostly these rows, read already, so for those this process holds in the same version the window needs
-# no read of its own (one round trip and ~100 primary-key probes fewer).
+# no read of its own (a round trip and a primary-key probe per row fewer).
 _NEIGHBOUR_COLUMNS = (
     f"c.id, c.observed_at, c.status, c.expires_at, c.domain, c.scope, c.scope_ref, {row_version('c')} AS version"
 )

@@ -12,8 +12,17 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from service.caches import Memo, ProcessCaches
 from service.db.engine import READS, driver_connection
 from service.db.models import SCOPED_ITEM, STANDING_ITEM
-from service.db.selection import ACTIVE, EVERYWHERE_SQL, ROW_VERSION, Selection, applies, in_instance, retrievable
-from service.recall.repository import LEXICAL_TERMS, Checked, LexicalTerms, applicable_count
+from service.db.selection import (
+    ACTIVE,
+    EVERYWHERE_SQL,
+    ROW_VERSION,
+    Selection,
+    applies,
+    in_domains,
+    in_instance,
+    retrievable,
+)
+from service.recall.repository import Checked, LexicalTerms, applicable_count, lexical_terms_sql
 
 
 class Row(asyncpg.Record):
@@ -27,7 +36,7 @@ class Row(asyncpg.Record):
 
 
 # The window is the hot path: rows come straight from asyncpg (C-decoded records) on the session's own
-# connection, skipping SQLAlchemy's per-row result processing (~10 ms for 1,000 rows). JSON columns
+# connection, skipping SQLAlchemy's per-row result processing. JSON columns
 # (value, variants) are only needed for rows written before levels were precomputed: fetched separately.
 # The window's rows: the standing candidates of every window — the user's (and global) items of the types
 # and statuses that are or may be pinned (ix_context_item_standing), and everything of this session, task,
@@ -38,18 +47,17 @@ class Row(asyncpg.Record):
 _COLUMNS = """id, type, content, key, domain, source, authority, scope, scope_ref, session_id, task_id, stage_id,
        step_id, hard, status, confidence, observed_at, expires_at, updated_at, token_cost, level_texts,
        level_tokens, related_ids"""
-_DOMAINS = "($7::text[] IS NULL OR domain IS NULL OR domain = ANY($7::text[]))"
 _ROWS = f"""
 (SELECT {{cols}} FROM context_item
- WHERE tenant_id = $1 AND user_id = $2 AND {STANDING_ITEM} AND {_DOMAINS})
+ WHERE tenant_id = $1 AND user_id = $2 AND {STANDING_ITEM} AND {in_domains("$7")})
 UNION ALL
 (SELECT {{cols}} FROM context_item
  WHERE tenant_id = $1 AND user_id = $2 AND {SCOPED_ITEM} AND scope_ref IN ($3, $4, $5, $6)
-   AND ({in_instance(3)}) AND {_DOMAINS})
+   AND ({in_instance(3)}) AND {in_domains("$7")})
 UNION ALL
 (SELECT {{cols}} FROM context_item
  WHERE tenant_id = $1 AND user_id = $2 AND {ACTIVE} AND {EVERYWHERE_SQL} AND NOT ({STANDING_ITEM})
-   AND {_DOMAINS}
+   AND {in_domains("$7")}
  ORDER BY id DESC LIMIT $8)
 """
 _ITEMS_SQL = f"SELECT * FROM ({_ROWS.format(cols=_COLUMNS + ', ' + ROW_VERSION + ' AS version')}) AS w ORDER BY id"
@@ -69,16 +77,15 @@ ORDER BY array_position($3::uuid[], id)
 """
 # The same, reading the columns only of rows whose version this process does not hold already: a window
 # retrieves mostly the same items turn after turn, and sending and decoding their columns again (texts,
-# timestamps) costs more than the rest of the statement (~2.0 against 0.4 ms for 100 rows). ``$10`` holds,
-# beside each id of ``$3``, the version of the row this process holds (NULL: none); ``held`` is the place
-# (from 1) in ``$3`` of a row sent without its columns. The versions travel beside the ids rather than as
-# a second list to join: a join of the two lists ran as a nested loop that hashed each row's version once
-# per held row, 162 rows x 98 held: 3.8 against 1.7 ms with every row held, measured alone). The rows are
-# materialised so that each row's version is computed once, not once for each column that tests it, and
-# put in order here (``n``: they come in that order, so the sort has nothing to move; an ORDER BY made
-# PostgreSQL sort the wide rows, ~0.25 ms).
+# timestamps) costs more than the rest of the statement. ``$10`` holds, beside each id of ``$3``, the
+# version of the row this process holds (NULL: none); ``held`` is the place (from 1) in ``$3`` of a row
+# sent without its columns. The versions travel beside the ids rather than as a second list to join: a
+# join of the two lists runs as a nested loop that hashes each row's version once per held row. The rows
+# are materialised so that each row's version is computed once, not once for each column that tests it,
+# and put in order here (``n``: they come in that order, so the sort has nothing to move; an ORDER BY
+# makes PostgreSQL sort the wide rows).
 # The arrays go as array literals (``_literal``): asyncpg checks every element of a list it encodes
-# against abstract base classes, ~0.6 us each, more than PostgreSQL takes to parse them.
+# against abstract base classes, which costs more than PostgreSQL's parsing of the literal.
 
 
 def _held_columns(alias: str, held: str) -> str:
@@ -100,7 +107,7 @@ SELECT {_held_columns("c", "c.held")}, c.version, c.held, {applies(6, "c")} AS a
 FROM c
 """
 # The window's rows the same way ($9, $10: ids and versions held): a window after a write reads the same
-# rows as the one before it but the new one, and their columns cost ~3 of the ~4 ms of reading ~170 rows.
+# rows as the one before it but the new one, and their columns are most of the cost of reading them.
 _ITEMS_HELD_SQL = f"""
 SELECT {_held_columns("w", "h.held_at")}, w.version, h.held_at AS held
 FROM ({_ROWS.format(cols=_COLUMNS + ", " + ROW_VERSION + " AS version")}) AS w
@@ -108,8 +115,8 @@ LEFT JOIN unnest($9::text::uuid[], $10::text::bigint[]) WITH ORDINALITY AS h(hel
   ON h.held_id = w.id AND h.held_version = w.version
 ORDER BY w.id
 """
-# (The order comes from the ids' own places: an ORDER BY array_position($3::text::uuid[], …) cast the whole
-# literal again for every row under a generic plan — 195 ms a window for 450 ids.)
+# (The order comes from the ids' own places: an ORDER BY array_position($3::text::uuid[], …) casts the
+# whole literal again for every row under a generic plan.)
 _JSON_SQL = "SELECT id, value, variants FROM context_item WHERE tenant_id = $1 AND id = ANY($2::uuid[])"
 _ENTRIES_SQL = f"""
 SELECT id, domain, dimension, key, value, polarity, tier, status, score, explicit, confirmed_at,
@@ -135,8 +142,8 @@ _GENERIC_PLANS = "SET LOCAL plan_cache_mode = force_generic_plan"
 async def prefer_generic_plans(session: AsyncSession) -> None:
     """For the rest of this transaction, run prepared statements on their generic plan. The window's
     statements are the same every request and served by the same indexes whatever their parameters (the
-    partial indexes' predicates hold no parameter), yet PostgreSQL kept planning them anew each time
-    (custom plans): ~1.5 ms a statement, more than executing it (the cache check: 1.95 → 0.44 ms).
+    partial indexes' predicates hold no parameter), yet PostgreSQL would plan them anew each time (custom
+    plans), which costs more than executing them.
 
     The window reads on the driver connection, which SQLAlchemy has not begun a transaction on unless
     something ran through it first (the API key's lookup does): then the setting goes through SQLAlchemy,
@@ -189,7 +196,7 @@ async def window_items(
 _OLDER_SQL = f"""
 SELECT {_COLUMNS} FROM context_item
 WHERE tenant_id = $1 AND user_id = $2 AND {ACTIVE} AND {EVERYWHERE_SQL} AND NOT ({STANDING_ITEM})
-  AND {_DOMAINS.replace("$7", "$6")} AND id < $3 AND (expires_at IS NULL OR expires_at > $4)
+  AND {in_domains("$6")} AND id < $3 AND (expires_at IS NULL OR expires_at > $4)
 ORDER BY id DESC LIMIT $5
 """
 
@@ -363,12 +370,11 @@ async def window_entries(session: AsyncSession, *, tenant_id: str, user_id: str)
 
 
 # The cache check and the lexical ranking's first statement in one round trip, when the window knows
-# before its state what the ranking will ask (``LexicalTerms``): the parameters of the second renumbered
-# from $9 (tenant and user are $1 and $2 of both). The window searches the vector index while
+# before its state what the ranking will ask (``LexicalTerms``): tenant and user are $1 and $2 of both, the
+# ranking's own parameters follow the cache check's ($9-$11). The window searches the vector index while
 # PostgreSQL runs it (service.windows.service): the index search, Python holding the interpreter lock,
-# hides the statement's time, which it did for the lexical statement alone before.
+# hides the statement's time.
 _VERSION_AND_TERMS_SQL = (
-    "SELECT v.*, l.* FROM (" + _VERSION_SQL + ") AS v CROSS JOIN ("
-    + LEXICAL_TERMS.replace("$3", "$9").replace("$4", "$10").replace("$5", "$11")
-    + ") AS l"
-)  # fmt: skip
+    f"SELECT v.*, l.* FROM ({_VERSION_SQL}) AS v CROSS JOIN ("
+    f"{lexical_terms_sql(query='$9', cap='$10', top='$11')}) AS l"
+)

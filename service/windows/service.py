@@ -374,7 +374,7 @@ def _response(
     detail: str,
 ) -> dict[str, Any]:
     """The response as plain data, serialised once by the endpoint: the hot path skips model validation
-    of ~1,000 items. Its shape is WindowResponse (tests validate responses against it)."""
+    of every item listed. Its shape is WindowResponse (tests validate responses against it)."""
     omitted, omitted_summary = _omitted((*state.omitted, *left_out, *outcome.omitted), found.scores, detail)
     sections = [
         {
