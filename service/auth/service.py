@@ -14,10 +14,6 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from service.auth import repository
 from service.auth.cache import KeyCache
 from service.auth.principal import ROLE_PERMISSIONS, Principal
-
-# Still imported from here by service/windows/ and service/search/ (being moved by their owners): the name's
-# home is service/auth/principal.py.
-from service.auth.principal import Permission as Permission
 from service.db.models import ApiKey
 from service.errors import Unauthorized, ValidationFailed
 from service.events import Operator, event, record_events

@@ -9,7 +9,7 @@ from typing import get_args
 from schemas.items import ItemRead
 from schemas.search import InForceStatus, SearchHit, SearchRequest, SearchResponse, SearchTokens
 from scoring.relevance import explain_match
-from service.auth.service import Permission
+from service.auth.principal import Permission
 from service.context import RequestContext
 from service.db.replicas import Reads
 from service.recall import service as recall

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from schemas.windows import WindowRequest
-from service.auth.service import Permission
+from service.auth.principal import Permission
 from service.context import RequestContext
 from service.db.replicas import Reads
 from service.windows import service

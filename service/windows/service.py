@@ -23,7 +23,7 @@ from scoring.scopes import ScopeContext
 from scoring.window import BudgetTooSmall as TooSmall
 from scoring.window import Element, assemble_prepared, pinned_element
 from scoring.window_policy import ValueModel
-from service.auth.service import Permission
+from service.auth.principal import Permission
 from service.caches import ProcessCaches
 from service.context import RequestContext
 from service.conversations import service as conversations
