@@ -32,7 +32,7 @@ from typing import Any, NamedTuple
 from scoring.compress import focused, query_terms
 from scoring.history import Unit
 from scoring.selection import INFINITE, Point, hull, rates_of, steps_keys, take_keyed
-from scoring.window_policy import DEFAULT_MODEL, ProfileLine, ValueModel
+from scoring.window_policy import DEFAULT_MODEL, Omission, Omitted, ProfileLine, ValueModel
 
 SECTIONS: tuple[tuple[str, str], ...] = (
     ("rules", "Rules"),
@@ -110,7 +110,7 @@ class WindowOut:
     text: str
     sections: tuple[SectionOut, ...]
     kept_messages: tuple[int, ...]
-    omitted: tuple[tuple[str, str], ...]
+    omitted: tuple[Omission, ...]
     used: int
     text_tokens: int
     messages_tokens: int
@@ -315,7 +315,7 @@ class Prepared:
 
 
 _third = operator.itemgetter(2)
-_dropped = "dropped: over budget ({})".format
+_dropped = (Omitted.OVER_BUDGET + " ({})").format
 _DROPPED = {name: _dropped(name) for name, _ in SECTIONS}
 _ONE_SECTION = {name: frozenset((name,)) for name, _ in SECTIONS}
 
@@ -385,7 +385,7 @@ def assemble_prepared(
     loose_extra: Sequence[Element] = (),
     relevance: Mapping[str, float] | None = None,
     repeats: Mapping[str, str] | None = None,
-    absent: Mapping[str, str] | None = None,
+    absent: Mapping[str, Omission] | None = None,
     units: Sequence[Unit],
     budget: int,
     tools_tokens: int,
@@ -396,7 +396,7 @@ def assemble_prepared(
     """:func:`assemble` over the prepared elements plus this request's: ``extra`` pinned elements,
     ``loose_extra`` loose ones (retrieved for this query; ungrouped), ``relevance`` (element id → 0-1 for
     this query; missing = 0), ``repeats`` (loose element id → what it repeats, for elements that do not
-    say so themselves: an index line at most) and ``absent`` (loose element id → why it is left out
+    say so themselves: an index line at most) and ``absent`` (loose element id → its omission, left out
     whatever the budget: the request holds it already, e.g. as a tool message of its history).
 
     ``count_blocks`` counts a text given as its section blocks. Each block ends with a blank line and the
@@ -606,7 +606,7 @@ def assemble_prepared(
             placed.append(Placed(e.id, lvl, tokens, reason, round(values[i], 6)))
             section_tokens += tokens
         placed_sections.append(SectionOut(name, title, section_tokens, tuple(placed)))
-    dropped = []
+    dropped: list[Omission] = []
     dropped_memo = p.dropped
     for i, lvl in enumerate(level):
         if lvl >= 0:
@@ -616,7 +616,7 @@ def assemble_prepared(
             continue
         e = loose[i]
         if i in held:
-            dropped.append((e.id, held[i]))
+            dropped.append(held[i])
             continue
         cut_down = True
         gi = item_group[i]
@@ -625,11 +625,13 @@ def assemble_prepared(
             if found is None:
                 before = f"{_DROPPED.get(e.section) or _dropped(e.section)}; "
                 found = dropped_memo[i] = _worth(hulls[gi], group_values[gi], -1, before)
-            dropped.append((e.id, found[1] if found[0] >= at_cut else found[2] + cut_s))
+            why = found[1] if found[0] >= at_cut else found[2] + cut_s
+            dropped.append(Omission(e.id, why, Omitted.OVER_BUDGET, e.section))
             continue
         rv = rel_get(e.id)
         note = f"; relevance {rv:.2f}" if rv else ""
-        dropped.append((e.id, f"{_DROPPED.get(e.section) or _dropped(e.section)}{note}; {lost(gi)}"))
+        why = f"{_DROPPED.get(e.section) or _dropped(e.section)}{note}; {lost(gi)}"
+        dropped.append(Omission(e.id, why, Omitted.OVER_BUDGET, e.section))
     dropped.sort()
     mode = "compact" if cut_down else ("balanced" if compressed or dropped_units else "full")
     prefix = "".join(prefix_blocks)

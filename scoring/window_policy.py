@@ -22,9 +22,10 @@ its full value at the cheapest of them.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from enum import StrEnum
+from typing import Any, NamedTuple
 
 from scoring.profile import EffectiveProfile
 
@@ -228,3 +229,92 @@ def profile_lines(profile: EffectiveProfile, user_id: str, model: ValueModel = D
             )
         )
     return out
+
+
+def window_budget(*, max_tokens: int | None, context_limit: int | None, reserve_tokens: int, watermark: float) -> int:
+    """The tokens a window may use: ``max_tokens`` as given, or from the model's context size the smaller
+    of what the reserve for the answer leaves and the watermark's share (a model's quality falls off before
+    its context is full)."""
+    if max_tokens is not None:
+        return max_tokens
+    if context_limit is None:
+        raise ValueError("a window needs max_tokens or context_limit")
+    return min(context_limit - reserve_tokens, int(watermark * context_limit))
+
+
+# A window that fitted every candidate whole with at least MIN_ROOM_TOKENS to spare reads up to
+# room / MIN_ITEM_TOKENS (at most MAX_OLDER_ITEMS) of the user's next older items and selects again: as a
+# sliding window would show them, rather than leave the budget unused.
+MIN_ROOM_TOKENS = 64
+MIN_ITEM_TOKENS = 8
+MAX_OLDER_ITEMS = 1_000
+
+
+def older_items_wanted(*, room: int, cut: float, has_older: bool) -> int:
+    """How many of the user's next older items a window with ``room`` tokens left should read: none unless
+    every candidate was kept whole (``cut`` 0) and room is left for a few short items."""
+    if room < MIN_ROOM_TOKENS or cut != 0 or not has_older:
+        return 0
+    return min(MAX_OLDER_ITEMS, room // MIN_ITEM_TOKENS)
+
+
+def tool_results_in_history(messages: Sequence[Mapping[str, Any]], kept: Sequence[int]) -> dict[str, str]:
+    """The texts of the tool results the fitted history keeps (``kept``: indexes into ``messages``), each
+    with the reason an item repeating it is left out: a tool result is shown once, where the model called
+    for it. Keyed by the text as given; the caller compares normalised forms."""
+    said: dict[str, str] = {}
+    for i in kept:
+        m = messages[i]
+        content = m.get("content")
+        if m.get("role") == "tool" and isinstance(content, str) and content.strip():
+            said.setdefault(content, f"{Omitted.IN_HISTORY} (messages[{i}])")
+    return said
+
+
+def related_groups(ids: Sequence[str], related: Mapping[str, Sequence[str]]) -> dict[str, str]:
+    """Related items share one compression level: for the items ``ids`` and the ids each names as related
+    (``related``; ids outside ``ids`` are ignored), each item of a group of two or more with its group's
+    name, the smallest id in it (connected components)."""
+    parent = {i: i for i in ids}
+
+    def root(x: str) -> str:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for i in ids:
+        for other in related.get(i, ()):
+            if other in parent:
+                a, b = root(i), root(other)
+                if a != b:
+                    parent[max(a, b)] = min(a, b)
+    sizes: dict[str, int] = {}
+    for i in ids:
+        sizes[root(i)] = sizes.get(root(i), 0) + 1
+    return {i: root(i) for i in ids if sizes[root(i)] > 1}
+
+
+class Omitted(StrEnum):
+    """Why a candidate item is not in the window: the kinds ``omitted_summary.reasons`` counts (an item
+    over the budget counts per section)."""
+
+    OVER_BUDGET = "dropped: over budget"
+    STALE = "stale tool result (past expires_at)"
+    OVERRIDDEN = "overridden inside this scope"
+    IN_HISTORY = "left out: the same tool result is in the history"
+
+
+class Omission(NamedTuple):
+    """A candidate left out: its id, the reason the response gives, its kind (and, over the budget, its
+    section)."""
+
+    id: str
+    reason: str
+    kind: Omitted
+    section: str | None = None
+
+    @property
+    def label(self) -> str:
+        """The kind as ``omitted_summary.reasons`` names it."""
+        return f"{self.kind} ({self.section})" if self.section is not None else str(self.kind)

@@ -22,7 +22,14 @@ from scoring.conflicts import normalize_value
 from scoring.scopes import ScopeContext
 from scoring.window import BudgetTooSmall as TooSmall
 from scoring.window import Element, assemble_prepared, pinned_element
-from scoring.window_policy import ValueModel
+from scoring.window_policy import (
+    Omission,
+    Omitted,
+    ValueModel,
+    older_items_wanted,
+    tool_results_in_history,
+    window_budget,
+)
 from service.auth.principal import Permission
 from service.caches import ProcessCaches
 from service.context import RequestContext
@@ -86,11 +93,6 @@ def cached_counter(caches: ProcessCaches, tokenizer: Tokenizer) -> TokenCounter:
     return counter  # type: ignore[no-any-return]
 
 
-# A window that fitted every candidate whole with at least MIN_ROOM_TOKENS to spare reads up to
-# room / MIN_ITEM_TOKENS (at most MAX_OLDER_ITEMS) of the user's next older items and selects again.
-MIN_ROOM_TOKENS = 64
-MIN_ITEM_TOKENS = 8
-MAX_OLDER_ITEMS = 1_000
 # The ids of the request's own pinned elements (its goal, plan and latest input): not items.
 REQUEST_ELEMENT = "request:"
 
@@ -105,11 +107,13 @@ def value_model(caches: ProcessCaches, settings: Settings) -> ValueModel:
 
 
 def budget_of(req: WindowRequest, settings: Settings) -> int:
-    if req.max_tokens is not None:
-        return req.max_tokens
-    assert req.context_limit is not None
     watermark = req.watermark if req.watermark is not None else settings.window.watermark
-    return min(req.context_limit - req.reserve_tokens, int(watermark * req.context_limit))
+    return window_budget(
+        max_tokens=req.max_tokens,
+        context_limit=req.context_limit,
+        reserve_tokens=req.reserve_tokens,
+        watermark=watermark,
+    )
 
 
 async def build_window(
@@ -158,7 +162,7 @@ async def build_window(
     finally:
         searched.cancel()  # a no-op once done; else the window failed before it needed the search
 
-    echoes: dict[str, str] = {}
+    echoes: dict[str, Omission] = {}
 
     @traced("window.assemble")
     def assemble(loose: Sequence[Element]) -> Any:
@@ -179,9 +183,13 @@ async def build_window(
 
     loose: list[Element] = retrieved
     outcome = assemble(loose)
-    room = budget - outcome.used if not isinstance(outcome, TooSmall) else 0
-    if room >= MIN_ROOM_TOKENS and outcome.cut == 0 and state.newest_floor is not None:
-        older = await _older_elements(ctx, user_id, req, state, count, room=room, have={e.id for e in retrieved})
+    wanted = (
+        older_items_wanted(room=budget - outcome.used, cut=outcome.cut, has_older=state.newest_floor is not None)
+        if not isinstance(outcome, TooSmall)
+        else 0
+    )
+    if wanted:
+        older = await _older_elements(ctx, user_id, req, state, count, limit=wanted, have={e.id for e in retrieved})
         if older:
             applicable += len(older)
             loose = [*retrieved, *older]
@@ -311,16 +319,12 @@ def _echoes_of_history(
     loose: Sequence[Element],
     messages: Sequence[dict[str, Any]],
     kept: Sequence[int],
-) -> dict[str, str]:
-    """Candidate items whose text is the content of a tool message the window keeps in its history, each
-    with the reason it is left out."""
+) -> dict[str, Omission]:
+    """Candidate items whose text is the content of a tool message the window keeps in its history
+    (``window_policy.tool_results_in_history``), each with its omission."""
     said: dict[str, str] = {}
-    for i in kept:
-        m = messages[i]
-        if m.get("role") == "tool" and isinstance(m.get("content"), str) and m["content"].strip():
-            said.setdefault(
-                normalize_value(None, m["content"]), f"left out: the same tool result is in the history (messages[{i}])"
-            )
+    for text, why in tool_results_in_history(messages, kept).items():
+        said.setdefault(normalize_value(None, text), why)
     if not said:
         return {}
     longest = 2 * max(len(n) for n in said) + 16
@@ -329,7 +333,7 @@ def _echoes_of_history(
         twin = said.get(normalize_value(None, e.texts[0])) if len(e.texts[0]) <= longest else None
         if twin is not None:
             found[e.id] = twin
-    return found
+    return {eid: Omission(eid, why, Omitted.IN_HISTORY) for eid, why in found.items()}
 
 
 async def _older_elements(
@@ -339,7 +343,7 @@ async def _older_elements(
     state: UserState,
     count: TokenCounter,
     *,
-    room: int,
+    limit: int,
     have: set[str],
 ) -> list[Element]:
     """Room to spare, every candidate whole, and the user has older items: the next newest of them (one
@@ -349,7 +353,7 @@ async def _older_elements(
         selection=_selection(ctx, user_id, req),
         before=state.newest_floor,
         now=ctx.now,
-        limit=min(MAX_OLDER_ITEMS, room // MIN_ITEM_TOKENS),
+        limit=limit,
     )
     older = (
         item_element(r, user_id=user_id, count=count, model=state.model, day=state.day)
@@ -367,7 +371,7 @@ def _response(
     turn: Turn,
     state: UserState,
     found: recall.Relevance,
-    left_out: Sequence[tuple[str, str]],
+    left_out: Sequence[Omission],
     not_retrieved: int,
     archived_id: Any,
     prompt: dict[str, Any] | None,
@@ -416,22 +420,21 @@ def _response(
 
 
 def _omitted(
-    omitted: Sequence[tuple[str, str]], relevance: Mapping[str, float], detail: str
+    omitted: Sequence[Omission], relevance: Mapping[str, float], detail: str
 ) -> tuple[list[dict[str, str]], dict[str, Any]]:
     """What the response lists of the items left out — all of them (``full``), or those relevant to the
-    query, best first, at most ``OMITTED_LISTED`` (``summary``) — and the count of all by kind of reason."""
+    query, best first, at most ``OMITTED_LISTED`` (``summary``) — and the count of all by kind."""
     kinds: dict[str, int] = {}
-    for _, reason in omitted:
-        kind = reason.split(";", 1)[0].split(" by ", 1)[0]
-        kinds[kind] = kinds.get(kind, 0) + 1
+    for o in omitted:
+        kinds[o.label] = kinds.get(o.label, 0) + 1
     if detail == "full":
         listed = list(omitted)
     else:
-        relevant = [o for o in omitted if relevance.get(o[0])]
-        relevant.sort(key=lambda o: (-relevance[o[0]], o[0]))
+        relevant = [o for o in omitted if relevance.get(o.id)]
+        relevant.sort(key=lambda o: (-relevance[o.id], o.id))
         listed = relevant[:OMITTED_LISTED]
     summary = {"count": len(omitted), "listed": len(listed), "reasons": dict(sorted(kinds.items()))}
-    return [{"id": i, "reason": r} for i, r in listed], summary
+    return [{"id": o.id, "reason": o.reason} for o in listed], summary
 
 
 def _prompt(outcome: Any, req: WindowRequest, messages: list[dict[str, Any]]) -> dict[str, Any] | None:
@@ -455,7 +458,7 @@ async def _retrieve(
     *,
     first: LexicalTerms | None = None,
     searched: Awaitable[recall.VectorResult] | None = None,
-) -> tuple[recall.Relevance, list[Element], list[tuple[str, str]], int]:
+) -> tuple[recall.Relevance, list[Element], list[Omission], int]:
     """Retrieve (docs/design.md §3.6 step 1): the relevance of the user's items to the query (hybrid: PostgreSQL
     full-text search and the vector index), and the retrieved items the standing rows do not hold —
     confirmed by PostgreSQL (active, unexpired, in the request's domains; mostly in the conversation

@@ -23,7 +23,16 @@ from scoring.profile import effective_profile
 from scoring.relevance import whole_days
 from scoring.scopes import SCOPE_ORDER, ScopeContext, Scoped, effective
 from scoring.window import Element, Memos, Prepared, pinned_element, prepare, profile_element
-from scoring.window_policy import STANDING_STATUSES, STANDING_TYPES, ValueModel, place_item, profile_lines
+from scoring.window_policy import (
+    STANDING_STATUSES,
+    STANDING_TYPES,
+    Omission,
+    Omitted,
+    ValueModel,
+    place_item,
+    profile_lines,
+    related_groups,
+)
 from service.items.service import item_levels
 from service.profiles.service import pure_entry
 
@@ -74,25 +83,7 @@ class Variant:
         ids, contents = state.ids, state.contents
         loose = [j for j in range(len(ids)) if j not in state.pinned and j not in latest]
 
-        # Related items share a level: connected components over related_ids among the loose items.
-        loose_ids = {ids[j] for j in loose}
-        parent: dict[str, str] = {i: i for i in loose_ids}
-
-        def find(x: str) -> str:
-            while parent[x] != x:
-                parent[x] = parent[parent[x]]
-                x = parent[x]
-            return x
-
-        for j in loose:
-            for rel in state.related.get(j, ()):
-                a, b = find(ids[j]), find(rel) if rel in loose_ids else None
-                if b is not None and a != b:
-                    parent[max(a, b)] = min(a, b)
-        sizes: dict[str, int] = {}
-        for i in loose_ids:
-            sizes[find(i)] = sizes.get(find(i), 0) + 1
-
+        groups = related_groups([ids[j] for j in loose], {ids[j]: state.related.get(j, ()) for j in loose})
         elements = list(state.pinned.values())
         for j, t in latest.items():
             elements.append(
@@ -100,8 +91,8 @@ class Variant:
             )
         for j in loose:
             e = state.loose[j]
-            root = find(ids[j])
-            elements.append(replace(e, group=root) if sizes[root] > 1 else e)
+            group = groups.get(ids[j])
+            elements.append(replace(e, group=group) if group is not None else e)
         elements += state.profile.elements
         self.prepared: Prepared = prepare(elements, state.model, state.memos)
         # The state's lists, not the state itself: the state holds its variants, and a reference cycle
@@ -210,19 +201,19 @@ class UserState:
         self.valid_until = min([*ahead, midnight])
 
         warnings: list[str] = []
-        omitted: list[tuple[str, str]] = []
+        omitted: list[Omission] = []
         live = []
         for r in rows:
             if r["expires_at"] is not None and r["expires_at"] <= now:
                 if r["type"] == "tool_result":
                     warnings.append(f"stale tool result {r['id']} excluded (expired {r['expires_at'].isoformat()})")
-                    omitted.append((str(r["id"]), "stale tool result (past expires_at)"))
+                    omitted.append(Omission(str(r["id"]), str(Omitted.STALE), Omitted.STALE))
                 continue
             live.append(r)
         chosen = effective([Scoped(str(r["id"]), r["key"], r["scope"], r["scope_ref"]) for r in live], scope)
         overridden_by = {o: w for w, os in chosen.items() for o in os}
         for o, w in sorted(overridden_by.items()):
-            omitted.append((o, f"overridden inside this scope by {w}"))
+            omitted.append(Omission(o, f"{Omitted.OVERRIDDEN} by {w}", Omitted.OVERRIDDEN))
         self.warnings = tuple(warnings)
         self.omitted = tuple(omitted)
 
@@ -308,21 +299,21 @@ def retrieved_elements(
     user_id: str,
     count: Callable[[str], int],
     recall_limit: int,
-) -> tuple[list[Element], list[tuple[str, str]], int]:
+) -> tuple[list[Element], list[Omission], int]:
     """The items retrieved for a query that the standing rows do not hold, best first, each with whether
     it applies to the window's scopes (``repository.retrieved_items``): elements for those that apply here
     (unless a narrower item with the same key overrides them), and up to ``recall_limit`` recalled from
     outside the window's scopes (other sessions, tasks) as background. Also what was left out, and how many
     of them apply here."""
     elements: list[Element] = []
-    omitted: list[tuple[str, str]] = []
+    omitted: list[Omission] = []
     recalled = applicable = 0
     for r, applies in rows:
         if applies:
             applicable += 1
             winner = state.key_winner.get(r["key"]) if r["key"] is not None else None
             if winner is not None and winner[0] < SCOPE_ORDER[r["scope"]]:
-                omitted.append((str(r["id"]), f"overridden inside this scope by {winner[1]}"))
+                omitted.append(Omission(str(r["id"]), f"{Omitted.OVERRIDDEN} by {winner[1]}", Omitted.OVERRIDDEN))
                 continue
             e = cached_element(
                 state.elements, r, user_id=user_id, count=count, model=state.model, day=state.day, recalled=False

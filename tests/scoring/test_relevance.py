@@ -127,8 +127,10 @@ def test_answered_keeps_the_order_of_statements_and_of_questions(
     for group in (set(scores) - asking - handed, (set(scores) & asking) - handed):
         for a in group:
             for b in group:
+                # a key left out has no relevance: when nothing keeps any (a share of 1 with every reply
+                # unknown), normalised() returns no keys at all
                 if scores[a] > scores[b]:
-                    assert out[a] >= out[b]
+                    assert out.get(a, 0.0) >= out.get(b, 0.0)
     assert all(0 <= v <= 1 + 1e-9 for v in out.values())
 
 

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from scoring import history
 from scoring import window as W
 from scoring.window import BudgetTooSmall, Element, WindowOut, assemble
+from scoring.window_policy import Omitted
 
 
 def count(text: str) -> int:
@@ -167,9 +168,8 @@ def test_modes_and_levels() -> None:
     compact = run(base + loose, [], 60)
     assert isinstance(compact, WindowOut) and compact.mode == "compact"
     assert "no Redis Cluster" in compact.text
-    assert compact.omitted and all(
-        ("over budget" in r and "cut" in r) or "did not fit" in r for _, r in compact.omitted
-    )
+    assert compact.omitted and all(o.kind is Omitted.OVER_BUDGET for o in compact.omitted)
+    assert all(("over budget" in o.reason and "cut" in o.reason) or "did not fit" in o.reason for o in compact.omitted)
     too_small = run(base + loose, [], 5)
     assert isinstance(too_small, BudgetTooSmall) and too_small.required > 5
 
@@ -193,7 +193,7 @@ def test_an_irrelevant_item_is_dropped_before_a_relevant_one_is_compressed() -> 
     reason = next(p.reason for s in out.sections for p in s.items if p.id == "lag")
     assert reason == "tool_results; relevance 1.00; kept whole"
     # what gave way were the unrelated notes: left out or compressed, each saying what it lost to
-    assert any(i.startswith("n") for i, _ in out.omitted) or any(v > 0 for k, v in levels.items() if k != "lag")
+    assert any(o.id.startswith("n") for o in out.omitted) or any(v > 0 for k, v in levels.items() if k != "lag")
 
 
 def test_a_generous_budget_compresses_nothing_relevant() -> None:
@@ -342,7 +342,7 @@ def selections(draw: st.DrawFn) -> tuple[list[Element], dict[str, float], int]:
 def placement(out: WindowOut | BudgetTooSmall) -> dict[str, int]:
     """Element id → level, 5 for left out (so a larger number is always a worse place)."""
     assert isinstance(out, WindowOut)
-    return {**{i: 5 for i, _ in out.omitted}, **levels_of(out)}
+    return {**{o.id: 5 for o in out.omitted}, **levels_of(out)}
 
 
 @settings(max_examples=300, deadline=None)

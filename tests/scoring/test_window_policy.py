@@ -4,13 +4,21 @@ from __future__ import annotations
 
 import itertools
 
+import pytest
+
 from scoring.window_policy import (
     DEFAULT_MODEL,
     SECTION_WEIGHTS,
     STANDING_STATUSES,
     STANDING_TYPES,
+    Omission,
+    Omitted,
     ValueModel,
+    older_items_wanted,
     place_item,
+    related_groups,
+    tool_results_in_history,
+    window_budget,
 )
 
 TYPES = ("rule", "goal", "constraint", "preference", "fact", "decision", "entity", "plan", "tool_result", "summary",
@@ -64,3 +72,46 @@ def test_longer_items_are_worth_more_but_not_per_token_by_default() -> None:
     assert m.size_factor(64) > m.size_factor(32) > m.size_factor(8)
     assert m.size_factor(64) / 64 == m.size_factor(32) / 32  # exponent 1: value per token by relevance alone
     assert ValueModel(length_exponent=0).size_factor(500) == 1.0
+
+
+def test_the_budget_is_max_tokens_or_the_smaller_of_reserve_and_watermark() -> None:
+    assert window_budget(max_tokens=900, context_limit=None, reserve_tokens=0, watermark=0.6) == 900
+    # 128k context, 4k for the answer: the watermark's 60 % binds
+    assert window_budget(max_tokens=None, context_limit=128_000, reserve_tokens=4_000, watermark=0.6) == 76_800
+    # a large reserve binds instead
+    assert window_budget(max_tokens=None, context_limit=10_000, reserve_tokens=6_000, watermark=0.6) == 4_000
+    with pytest.raises(ValueError, match="max_tokens or context_limit"):
+        window_budget(max_tokens=None, context_limit=None, reserve_tokens=0, watermark=0.6)
+
+
+def test_older_items_are_read_only_with_room_and_nothing_cut() -> None:
+    assert older_items_wanted(room=800, cut=0, has_older=True) == 100  # a few short items per 8 tokens
+    assert older_items_wanted(room=10**9, cut=0, has_older=True) == 1_000  # bounded
+    assert older_items_wanted(room=63, cut=0, has_older=True) == 0  # too little room
+    assert older_items_wanted(room=800, cut=0.5, has_older=True) == 0  # something was already given up
+    assert older_items_wanted(room=800, cut=0, has_older=False) == 0
+
+
+def test_tool_results_kept_in_the_history_are_named_once_with_their_message() -> None:
+    messages = [
+        {"role": "user", "content": "weather?"},
+        {"role": "tool", "tool_call_id": "c1", "content": '{"temp": 21}'},
+        {"role": "tool", "tool_call_id": "c2", "content": "  "},
+        {"role": "tool", "tool_call_id": "c3", "content": '{"temp": 21}'},
+        {"role": "tool", "tool_call_id": "c4", "content": "dropped from the history"},
+    ]
+    said = tool_results_in_history(messages, kept=[0, 1, 2, 3])
+    assert said == {'{"temp": 21}': "left out: the same tool result is in the history (messages[1])"}
+
+
+def test_related_items_form_groups_named_by_their_smallest_id() -> None:
+    ids = ["c", "a", "b", "d", "e"]
+    groups = related_groups(ids, {"c": ["a"], "b": ["c", "zz"], "d": []})  # zz is not among the items
+    assert groups == {"a": "a", "b": "a", "c": "a"}  # d and e stand alone: no group
+
+
+def test_an_omission_counts_under_its_kind() -> None:
+    over = Omission("i1", "dropped: over budget (facts); its next step …", Omitted.OVER_BUDGET, "facts")
+    assert over.label == "dropped: over budget (facts)"
+    echo = Omission("i2", "left out: the same tool result is in the history (messages[3])", Omitted.IN_HISTORY)
+    assert echo.label == "left out: the same tool result is in the history"

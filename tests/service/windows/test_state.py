@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from scoring.scopes import ScopeContext
+from scoring.window_policy import Omission, Omitted
 from service.caches import ProcessCaches
 from service.settings import Settings
 from service.windows.service import value_model
@@ -87,7 +88,7 @@ def test_expired_tool_results_are_named_and_other_expired_items_dropped(settings
     live = row("still true")
     s = state([gone_tool, gone_fact, live], settings)
     assert s.ids == [str(live["id"])]
-    assert s.omitted == ((str(gone_tool["id"]), "stale tool result (past expires_at)"),)
+    assert s.omitted == (Omission(str(gone_tool["id"]), "stale tool result (past expires_at)", Omitted.STALE),)
     assert len(s.warnings) == 1 and s.warnings[0].startswith(f"stale tool result {gone_tool['id']} excluded")
     assert s.known == {str(r["id"]) for r in (gone_tool, gone_fact, live)}
 
@@ -110,7 +111,8 @@ def test_a_narrower_scope_overrides_a_broader_one_with_the_same_key(settings: Se
     elsewhere = row("terse", type="preference", key="tone", scope="session", scope_ref="s2")
     s = state([broad, narrow, elsewhere], settings)
     assert s.ids == [str(narrow["id"])]
-    assert (str(broad["id"]), f"overridden inside this scope by {narrow['id']}") in s.omitted
+    overridden = Omission(str(broad["id"]), f"overridden inside this scope by {narrow['id']}", Omitted.OVERRIDDEN)
+    assert overridden in s.omitted
     assert s.key_winner["tone"][1] == str(narrow["id"])
 
 
@@ -144,7 +146,8 @@ def test_retrieved_items_are_let_in_unless_overridden_and_recalled_ones_capped(s
     rows = [(broad, True), (applies, True), *((o, False) for o in others)]
     elements, omitted, applicable = retrieved_elements(rows, s, user_id="u", count=count, recall_limit=2)
     assert applicable == 2
-    assert omitted == [(str(broad["id"]), f"overridden inside this scope by {narrow['id']}")]
+    why = f"overridden inside this scope by {narrow['id']}"
+    assert omitted == [Omission(str(broad["id"]), why, Omitted.OVERRIDDEN)]
     assert [e.id for e in elements] == [str(applies["id"]), str(others[0]["id"]), str(others[1]["id"])]
     assert {e.section for e in elements[1:]} == {"background"}
     assert elements[1].reason.startswith("recalled: relevant to the query (fact from session s9)")
