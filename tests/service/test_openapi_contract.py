@@ -14,21 +14,11 @@ import pytest
 
 from service import contract
 from tests.conftest import TenantKeys
+from tests.service.test_openapi_docs import _openapi, _operations
 
 ROOT = Path(__file__).resolve().parents[2]
 REFUSALS = frozenset({400, 413, 422})
 USER = "contract-user"
-
-
-async def _openapi(client: httpx.AsyncClient) -> dict[str, Any]:
-    r = await client.get("/openapi.json")
-    assert r.status_code == 200
-    doc: dict[str, Any] = r.json()
-    return doc
-
-
-def _operations(doc: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
-    return [(path, method, op) for path, ops in doc["paths"].items() for method, op in ops.items()]
 
 
 def _example(param: dict[str, Any]) -> Any:
