@@ -1,5 +1,6 @@
 """Window assembly, service side: fetch rows and the effective profile, turn them into plain elements,
-call the pure pipeline in ``scoring.window``, and shape the response. No policy lives here.
+call the pure pipeline in ``scoring.window`` (its rules in ``scoring.window_policy``), and shape the
+response. No policy lives here.
 
 What the rows give (``state.UserState``) depends on the request only through the rows it selects, so it
 is kept per process in ``ctx.caches.windows`` (service/caches.py) and reused for as long as one cheap query
