@@ -24,10 +24,10 @@ Each feature is hashed with a fixed, seeded 64-bit hash (a polynomial string has
 splitmix64 — never Python's per-process randomised ``hash()``) into one of ``dim`` buckets with a sign
 (±1), which keeps collisions from biasing cosines upwards (Weinberger et al., 2009, "Feature Hashing for
 Large Scale Multitask Learning"). Weights are sublinear term frequencies, 1 + ln(tf), per feature and
-text; rows are then L2-normalised. Everything runs in numpy over the whole batch at once: on a 2-core
-VM, about 12 ms per thousand 60-character texts and ~0.2 ms for one text (numpy's per-call overhead: a
-query), plus ~15 ms once per process for the table of character classes. The last 1,024 single texts
-are remembered (a query repeated costs a copy).
+text; rows are then L2-normalised. Everything runs in numpy over the whole batch at once, so a text in a
+batch costs a small share of one embedded alone (a query), which is mostly numpy's per-call overhead; the
+table of character classes is built once per process. The last 1,024 single texts are remembered (a query
+repeated costs a copy). The figures: bench/README.md#figures-behind-design-choices.
 Changing any feature, weight or seed changes every stored vector: bump ``HashingEmbedder.name`` then.
 """
 
@@ -118,7 +118,8 @@ def _char_class(cp: int) -> int:
 
 @functools.cache
 def _bmp_classes() -> npt.NDArray[np.uint8]:
-    """The class of every code point of the Basic Multilingual Plane, built once on first use (~15 ms)."""
+    """The class of every code point of the Basic Multilingual Plane, built once on first use (65,536 lookups in
+    ``unicodedata``: too many to repeat per call)."""
     category = unicodedata.category
     table = np.fromiter((category(chr(cp))[0] in "LNM" for cp in range(0x10000)), dtype=np.uint8, count=0x10000)
     for lo, hi in _CJK_RANGES:

@@ -4,9 +4,9 @@ A pure ASGI middleware, innermost of the app's own: it names a request by the ro
 ``scope["route"]``, which the router sets once it has matched (a 405 by the route that matched the path) —
 read after the request, so naming costs one attribute lookup. (prometheus-fastapi-instrumentator, used
 before, matched every request against every route again *before* handling it; on this FastAPI that
-rebuilds each included router's route state per request, ~7 % of a busy server's CPU in a py-spy profile
-of ``bench.window --http``.) A request no route matched is named ``none``; ``/metrics`` itself is not
-counted."""
+rebuilds each included router's route state per request, a visible share of a busy server's CPU: the
+profile of ``bench.window --http`` in bench/README.md#windows-over-http-1-and-2-workers.) A request no route
+matched is named ``none``; ``/metrics`` itself is not counted."""
 
 from __future__ import annotations
 

@@ -152,7 +152,7 @@ class ServerSettings(_Group):
         """How many API processes ``ctxmem serve`` runs: ``workers``, or, unset, one per core less one — the
         database beside them needs a core too: on 2 cores one API process and PostgreSQL already keep both
         busy, and a second worker would only move the vectors to pgvector, whose search is slower
-        (measured with bench.window --http: docs/operations.md#workers)."""
+        (the figures, from bench.window --http: docs/operations.md#workers)."""
         return self.workers or max(1, (os.cpu_count() or 1) - 1)
 
 
@@ -329,7 +329,8 @@ class VectorsSettings(_Group):
     qdrant_replication_factor: int | None = Field(None, ge=1, le=100)
     # The embedded index (edge) builds HNSW graphs in a child process once this many points were written
     # since its last build and some user has this many points (a user's search is otherwise an exact scan
-    # of their points: ~0.3 ms a thousand); 0 never builds (service/vectors/qdrant_edge.py).
+    # of their points, which grows with them); 0 never builds (service/vectors/qdrant_edge.py; the figures:
+    # bench/README.md#vector-index).
     build_threshold: int = Field(20_000, ge=0)
     # A window or search stops trusting the index (and says "degraded") when the oldest of its user's own
     # pending changes is older.
@@ -386,28 +387,29 @@ class RecallSettings(_Group):
     context_share: float = Field(0.5, ge=0, le=1)
     context_reach: int = Field(2, ge=0, le=10)
     # ... for the neighbours of this many of the most relevant items (a window shows a few dozen; the
-    # neighbours of weaker hits gain too little to matter: LoCoMo 900 tokens 71.4 % with 32, 70.9 % with 100).
+    # neighbours of weaker hits gain too little to matter, and more sources answered no more of LoCoMo's
+    # questions: bench/README.md#figures-behind-design-choices).
     context_sources: int = Field(32, ge=1, le=1_000)
     # Relevance in its session (in_session): a conversation turn's relevance becomes (1 - session_share) x its
     # own + session_share x its session's, the mean of the session's session_turns best relevances among the
-    # scored items (passage retrieval with document-level evidence; 0 turns it off). LoCoMo dev, 600 / 900 /
-    # 1,900 tokens, hashing: 0 → 510 / 545 / 601 of 759 answered, 0.25 → 524 / 559 / 608 (about flat from 0.2
-    # to 0.3 in a model of the ranking); bench.recall_eval hybrid 43 → 46 of 59 at 600 tokens, none worse.
+    # scored items (passage retrieval with document-level evidence; 0 turns it off). Against 0, 0.25
+    # answers more of LoCoMo's questions at every budget and of bench.recall_eval's at the smallest, fewer
+    # nowhere, and shares near it do about as well (figures: docs/window.md#relevance,
+    # bench/README.md#figures-behind-design-choices).
     session_share: float = Field(0.25, ge=0, le=1)
     session_turns: int = Field(3, ge=1, le=100)
     # A question is answered by the turn after it (answered: adjacency pairs): a conversation turn that ends in
     # a question keeps (1 - question_share) of its relevance and hands question_share of it to its reply (the
-    # next turn of its session, for the context_sources most relevant); 0 turns it off. On LoCoMo dev a
-    # matching question turn was evidence 4x less often than a matching statement, and the reply to one as
-    # often. Hashing, 600 / 900 / 1,900 tokens: 0 → 533 / 566 / 613 of 759 answered, 0.15 → 543 / 570 / 617,
-    # 0.2 → 545 / 569 / 618, 0.25 → 544 / 565 / 617, 0.3 → 547 / 565 / 616; bench.recall_eval hybrid (46 / 53 /
-    # 58 of 59 at 600 / 1,200 / 2,000) unchanged up to 0.15, one fewer at 600 from 0.2 (its assistant turns
-    # often end in a follow-up question): 0.15, the largest share that costs neither eval anything.
+    # next turn of its session, for the context_sources most relevant); 0 turns it off. On LoCoMo a matching
+    # question turn was evidence far less often than a matching statement, and the reply to one as often.
+    # 0.15, the largest share that costs neither LoCoMo nor bench.recall_eval a question (bench.recall_eval's
+    # assistant turns often end in a follow-up question, so a larger share loses one there; figures:
+    # docs/window.md#relevance, bench/README.md#figures-behind-design-choices).
     question_share: float = Field(0.15, ge=0, le=1)
     # A query naming a date (a day, a month or a year: scoring.relevance.named_periods) prefers what was
     # observed then (in_period): a scored item's relevance becomes (1 - period_share) x its own, + period_share
-    # if it was observed in a period the query names; 0 turns it off. LoCoMo dev, hashing, with session_share
-    # 0.25: 0 → 524 / 559 / 608 of 759 at 600 / 900 / 1,900 tokens, 0.25 → 533 / 566 / 613.
+    # if it was observed in a period the query names; 0 turns it off. 0.25 answers more of LoCoMo's questions
+    # than 0 at every budget (figures: docs/window.md#relevance).
     period_share: float = Field(0.25, ge=0, le=1)
     # Changes not yet in the lexical index are searched from their text, the newest this many per user.
     lexical_pending_limit: int = Field(1_000, ge=0, le=100_000)
@@ -416,7 +418,7 @@ class RecallSettings(_Group):
     lexical_max_hits: int = Field(2_000, ge=1, le=1_000_000)
     # A user with at most this many texts is ranked from a per-process copy of them (service/windows/
     # lexicon.py), the copies weighing this much in all (a posting or a text each weigh 1; ~36 per text;
-    # 10-25 bytes of memory per unit measured); 0 turns it off.
+    # a unit some tens of bytes of memory: docs/configuration.md); 0 turns it off.
     lexicon_texts: int = Field(5_000, ge=0, le=1_000_000)
     lexicon_postings: int = Field(1_000_000, ge=0)
 

@@ -79,8 +79,8 @@ class Tokenizer:
         """``count`` of each text; a text that comes again is counted once (a write's derived levels
         often repeat one another: prose without a key has the same L2 and L3)."""
         # A plain loop, not encode_ordinary_batch: that starts an 8-thread pool per call and a future per
-        # text, and measured 4x slower for 1,000 texts of 200 chars (26 ms against 6.5 ms) and no faster
-        # for 1,000 texts of 2,000 chars on two cores.
+        # text, which costs more than it saves on short texts and gains nothing on long ones on two cores
+        # (figures: bench/README.md#figures-behind-design-choices).
         encoding = self._encoding
         if encoding is None:
             return [estimate_tokens(text) for text in texts]
@@ -122,8 +122,9 @@ def _load_encoding(name: str, cache_dir: Path) -> tiktoken.Encoding:
         constructor_args = openai_public.ENCODING_CONSTRUCTORS[name]()
     encoding = tiktoken.Encoding(**constructor_args)
     # The Encoding keeps the Python dict of its 200,000 ranks beside the Rust copy it encodes with, and
-    # reads it only to pickle itself, which nothing here does: dropping it frees ~26 MB of the server's
-    # resident memory (o200k_base; tests/service/test_tokenizer.py checks the counts stay exact).
+    # reads it only to pickle itself, which nothing here does: dropping it frees tens of MB of the server's
+    # resident memory (o200k_base; bench/README.md#batch-ingest; tests/service/test_tokenizer.py checks the
+    # counts stay exact).
     encoding._mergeable_ranks = {}
     return encoding
 

@@ -1,7 +1,7 @@
 """Bulk writes with PostgreSQL COPY on the session's own connection (inside its transaction).
 
-A batch of 1,000 items is one COPY instead of one multi-row INSERT: about 5x less time in the database
-and in the driver (bench/ingest.py measures both paths). Columns a row leaves out are written as NULL;
+A batch of 1,000 items is one COPY instead of one multi-row INSERT: far less time in the database and in
+the driver (figures: bench/README.md#figures-behind-design-choices). Columns a row leaves out are written as NULL;
 generated columns are left to the database.
 """
 

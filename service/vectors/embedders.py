@@ -50,7 +50,8 @@ def _unit_rows(vectors: Any) -> list[list[float]]:
 
 class HashingEmbedder:
     """Feature hashing of words and character n-grams (``scoring.embedding.hash_embed``): lexical overlap
-    only, no synonyms. Pure CPU, ~12 µs a short text in a batch, so it runs inline on the event loop."""
+    only, no synonyms. Pure CPU and cheap per text in a batch, so it runs inline on the event loop (figures:
+    bench/README.md#figures-behind-design-choices)."""
 
     name = "hashing-v1"
 

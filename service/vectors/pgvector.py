@@ -3,7 +3,7 @@ reachable from every process that reaches the database. What ``ctxmem serve --wo
 embedded default (the embedded PostgreSQL 18 ships pgvector 0.8); selectable anywhere as
 ``CTXMEM_VECTOR_BACKEND=pgvector``.
 
-How, and why (measured with ``python -m bench.vector_index``; figures in docs/operations.md#workers):
+How, and why (the figures, from ``python -m bench.vector_index``: docs/operations.md#workers):
 
 - One table (``item_vector`` by default): the item id, the payload fields as columns, ``embedding
   vector(dim)``. The dimension is a setting (the embedder's), so the table is made here, by
@@ -12,11 +12,11 @@ How, and why (measured with ``python -m bench.vector_index``; figures in docs/op
   outbox rebuilds it), like the other backends' collections.
 - A search is a filtered exact scan: the btree on ``(tenant_id, user_id)`` finds the user's points and
   PostgreSQL scores them all (``<=>``, cosine distance, in C) and keeps the top ``limit``: exact, like the
-  embedded index below its HNSW threshold. PostgreSQL's own time for a top-100 of 1,000 points in a
-  100,000-point table is ~0.9 ms (``EXPLAIN ANALYZE``); 11 ms p50 end to end on a loaded 2-core box,
-  against 1.2 ms for the embedded index in process (docs/operations.md#workers).
-- No HNSW index: PostgreSQL keeps one current on every insert, and the outbox then applied ~85 points/s on
-  that box (6,200 without). So a user of 100,000 points costs a scan of them per search; such users are
+  embedded index below its HNSW threshold. PostgreSQL's own share of a search is small; end to end it is
+  slower than the embedded index's scan in process (a round trip, and a core to wait for on a busy box), but
+  it runs off the API process's interpreter and every worker reaches it.
+- No HNSW index: PostgreSQL keeps one current on every insert, which slows the outbox's writes by orders of
+  magnitude. So a user of 100,000 points costs a scan of them per search; such users are
   better served by one worker on the embedded index (graphs per large user) or by a Qdrant server.
 - Writes go straight to the table, one statement per batch (``unnest`` of arrays, the vectors in pgvector's
   binary form); nothing to build, so ``maintain()`` and ``settle()`` have nothing to do.
@@ -208,7 +208,8 @@ class PgVectorIndex(VectorIndex):
 async def _vector_codec(conn: asyncpg.Connection) -> None:
     """``vector`` values in pgvector's binary form (uint16 dimensions, uint16 0, float4 each, big-endian): a
     query vector then reaches PostgreSQL as a ``vector`` (a cast of a ``real[]`` parameter would run once
-    per row scanned under a generic plan: 12 ms for a top-100 of 1,000 points against ~1 ms)."""
+    per row scanned under a generic plan, costing many times the search itself; figures:
+    bench/README.md#figures-behind-design-choices)."""
     await conn.execute("SET application_name = 'ctxmem-vectors'")
     await conn.set_type_codec("vector", schema="public", encoder=_encode, decoder=_decode, format="binary")
 

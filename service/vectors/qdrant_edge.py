@@ -1,23 +1,23 @@
 """The vector index on Qdrant Edge (``qdrant-edge-py``): Qdrant's Rust storage and search engine in process,
 one shard in a directory, no server. The default backend.
 
-How it is used, and why (measured on a 2-core box shared with other work, so ±30 %; 384-d vectors; the
-bench is ``python -m bench.vector_index``, the experiments behind the HNSW choices were one-off scripts):
+How it is used, and why (the figures behind these choices, with the commands that produced them:
+bench/README.md#figures-behind-design-choices):
 
-- Reads run inline on the event loop. A top-10 search filtered by tenant, user and status takes ~0.3 ms
-  for a user of 1,000 points (p99 ~0.5 ms), an exact filtered count about the same; handing a call to a
-  thread would add ~0.05 ms and buy nothing (the engine holds the interpreter lock while it searches).
-- Writes run in a worker thread (``asyncio.to_thread``): an upsert costs ~45 µs a point, so an outbox batch
-  of 256 would hold the loop ~10 ms, and erasing a user is a filtered delete of tens of ms.
+- Reads run inline on the event loop: a filtered search, or an exact filtered count, of a user's points is
+  far cheaper than a hand-off to a thread, and the engine holds the interpreter lock while it searches, so a
+  thread would buy nothing.
+- Writes run in a worker thread (``asyncio.to_thread``): an upsert's cost grows with its points, so an
+  outbox batch would hold the loop for longer than a window takes, and erasing a user is a filtered delete
+  that costs more.
 - Durability: the shard writes every update to its write-ahead log before returning, so a crash loses
   nothing acknowledged; ``close()`` flushes the segments so the next start need not replay the WAL.
 - New points land in one appendable segment, searched exactly through the keyword payload indexes. That is
-  right for a user of a few thousand points and wrong for a large one: a user of 100,000 points costs
-  ~30-40 ms a search (the scan is ~0.2-0.4 µs a point, the filter and the top-k included: without any
-  filter it is ~20 ms), which was most of a 100,000-item window (48 ms p50).
+  right for a user of a few thousand points and wrong for a large one: the exact scan grows with the user's
+  points, and for a user of 100,000 it is most of a window's time.
 - HNSW, built off the API process. ``optimize()`` builds the graphs, but holds the interpreter lock from
-  start to end (measured: the loop got no turn in 85 s), and the engine runs no optimizer of its own. So a
-  build copies the shard (writes held for the copy, ~0.4 s a 100,000 points; reads go on), a child
+  start to end (the loop gets no turn for the whole build), and the engine runs no optimizer of its own. So
+  a build copies the shard (writes held for the copy; reads go on), a child
   process (``python -m service.vectors.qdrant_edge build``, nice 10, one indexing thread so the API keeps
   the other core) optimises the copy, the API process opens the result and replays the writes it
   acknowledged meanwhile (kept in memory, bounded: a build that falls 200,000 points behind is dropped),
@@ -28,29 +28,25 @@ bench is ``python -m bench.vector_index``, the experiments behind the HNSW choic
   and leftovers of either kind are removed at the next open. ``close()`` kills a running child and drops
   its copy. One process per index: ``<collection>.lock`` is flocked while open, whatever the generation.
   What the loop still waits for, once per build (the engine holds the interpreter lock in these too): the
-  flush before the copy (0.2 s at 100,000 points, 0.7 s if they were all just written), opening the built
-  shard (0.25-0.8 s at 100,000), closing the old one (~0.15 s) and each replayed batch (as long as its write
-  took, ~20 ms a 256 points); the copy itself releases it (longest gap 16 ms). Copying without the flush was
-  tried: consistent (the child's open replays the WAL copied along), but the old shard's close then
-  flushed instead, for longer (1.2 s).
+  flush before the copy, opening the built shard, closing the old one and each replayed batch (as long as
+  its write took); the copy itself releases it. The flush stays: a copy without it is consistent too (the
+  child's open replays the WAL copied along), but the old shard's close then flushes instead, for longer.
 - What is built: no global graph (``m=0``) but one per large user (``payload_m=16`` on ``user_id``, the only
   field with ``enable_hnsw``, so no graph is built per tenant, status or type value; ``is_tenant`` groups a
   user's points on disk). Users below the full-scan threshold (10,000 KB: ~6,600 points of 384-d) get no
-  graph, cost the build nothing and are still scored exactly: in a shard of one 50,000-point user and 50 of
-  1,000, a small user's top-100 took 0.65 ms p50 / 4.7 ms p99 before the build and 0.54 / 0.65 after. At
-  ``ef_construct=100`` (Qdrant's default) one user's 100,000 points build in 104-112 s with one thread (as
-  the child runs), 84 s with two (259 s while the box was loaded); ``ef_construct=64``: 95 s / 48 s;
-  ``m=8, ef_construct=32``: 18 s with two threads, but recall@10 0.20. A global graph as well (``m=16``):
-  86 s against 84 s, and no search would use it (every search filters by user).
-- Searched at ``hnsw_ef=200`` (the engine takes at least the limit). On 100,000 hashing-embedded texts of a
-  29-word vocabulary (``bench.window``'s, hard for a graph: every text is close to every other), top-100
-  p50 / recall@10 / recall@100 against the exact answer: ef 100 1.7 ms / 0.70 / 0.54, ef 200 2.7 ms / 0.82
-  / 0.70, ef 400 4.9 ms / 0.92 / 0.83, ef 800 18 ms / 0.97 / 0.92 (exact: 30-40 ms). ``m=32,
-  ef_construct=128`` bought the same recall for the same time at ef 200 / 400 and built slower. Real
-  text embeds less uniformly; Qdrant's server backend builds the same kind of graph.
-- Not chosen: int8 scalar quantisation of the exact scan (~13 ms at 100,000 points, recall@10 ~0.93,
-  1.0 with 2x oversampling and rescoring at ~19 ms); binary quantisation (~10 ms, recall@10 0.28): neither
-  gets near a graph, and both also need an optimised segment.
+  graph, cost the build nothing and are still scored exactly, no slower after a build than before.
+  ``ef_construct=100`` (Qdrant's default, what the server backend builds): with the child's one thread a
+  lower one saves little build time, and a much cheaper graph (``m=8, ef_construct=32``) loses most of the
+  recall. A global graph as well would lengthen the build and no search would use it (every search filters
+  by user).
+- Searched at ``hnsw_ef=200`` (the engine takes at least the limit), the balance of recall against time
+  on texts hard for a graph (``bench.window``'s, of a 29-word vocabulary: every text is close to
+  every other): a lower ef loses much of the recall, and each doubling above costs more time for less
+  recall gained, though all stay far below an exact scan of a large user. ``m=32, ef_construct=128``
+  bought the same recall for the same time and built slower. Real text embeds less uniformly; Qdrant's
+  server backend builds the same kind of graph.
+- Not chosen: int8 scalar quantisation of the exact scan, and binary quantisation (which also loses most of
+  the recall): neither gets near a graph's search time, and both also need an optimised segment.
 - When: ``maintain()``, called by the outbox worker whenever it has caught up (so a bulk import is built
   once, after it; never on a request), starts a build once ``build_threshold`` points
   (``CTXMEM_VECTOR_BUILD_THRESHOLD``, 20,000) were written since the last and the largest user (a facet over
@@ -114,14 +110,15 @@ _unavailable = partial(unavailable, "qdrant-edge", type_name=False)
 
 log = logging.getLogger("ctxmem.vectors")
 
-# The HNSW build (see the module docstring for the measurements behind these numbers).
+# The HNSW build (the module docstring gives the reasons for these numbers; the figures:
+# bench/README.md#figures-behind-design-choices).
 HNSW_M = 16  # edges per node of each large user's graph (payload_m); no global graph (m=0)
 HNSW_EF_CONSTRUCT = 100  # Qdrant's default, what the server backend builds
-# Candidates a graph search keeps (the engine uses at least the limit): recall against time, measured at 100k.
+# Candidates a graph search keeps (the engine uses at least the limit): the balance of recall against search time.
 HNSW_EF_SEARCH = 200
 # Below this much vector data (KB) a filter's points are scored exactly through the payload index rather
 # than through a graph, and no graph is built for a user with fewer points: 10,000 KB is ~6,600 points of
-# 384 dimensions (float32), an exact scan of ~2 ms.
+# 384 dimensions (float32), few enough that an exact scan is about as fast as a graph search, and exact.
 FULL_SCAN_KB = 10_000
 BUILD_THREADS = 1  # the child leaves the other core to the API process
 BUILD_NICE = 10
@@ -448,7 +445,7 @@ class QdrantEdgeIndex(VectorIndex):
             source = self.live_path
             await asyncio.to_thread(shutil.rmtree, target, True)
             # Flushed first: the copy then needs no WAL replay. Skipping it moves no work off the loop: the
-            # old shard's close() flushes what is dirty anyway (measured 1.2 s then, against 0.7 s here).
+            # old shard's close() flushes what is dirty anyway, and takes longer to do it than this flush.
             await asyncio.to_thread(shard.flush)
             await asyncio.to_thread(shutil.copytree, source, target)
             self._journal = []
