@@ -260,7 +260,9 @@ async def test_a_lagging_index_is_not_trusted(
         )
     try:
         w = await window(client, tenant, "g", max_tokens=budget, query="Memcached p99 latency")
-        assert any("vector index is 3600s behind" in x for x in w["warnings"]), w["warnings"]
+        # an hour, plus the seconds the test took since (a loaded machine can take more than one)
+        lags = [int(m.group(1)) for x in w["warnings"] if (m := re.search(r"vector index is (\d+)s behind", x))]
+        assert lags and 3600 <= lags[0] < 3660, w["warnings"]
         assert kept_instead(w, target)
     finally:
         async with db.engine.begin() as conn:
