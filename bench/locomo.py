@@ -366,6 +366,76 @@ def _table(results: dict[int, dict[str, list[dict[str, Any]]]], budgets: Sequenc
     return out
 
 
+def _per_conversation(
+    results: dict[int, dict[str, list[dict[str, Any]]]], budgets: Sequence[int], conversation_of: Sequence[str]
+) -> dict[str, Any]:
+    """Per budget and conversation: questions, answered by the window and by BM25, and the ratio; printed, so
+    the spread between conversations is seen beside the total."""
+    out: dict[str, Any] = {}
+    names = sorted(set(conversation_of), key=lambda c: (len(c), c))
+    print()
+    print("per conversation: window answered / questions (share), BM25 answered, window÷BM25")
+    print("budget" + "".join(f"  {c:>24}" for c in names))
+    for budget in budgets:
+        block: dict[str, Any] = {}
+        cells = []
+        for c in names:
+            rows = [i for i, conv in enumerate(conversation_of) if conv == c]
+            w = sum(1 for i in rows if results[budget]["window"][i]["answered"])
+            b = sum(1 for i in rows if results[budget]["bm25"][i]["answered"])
+            block[c] = {"questions": len(rows), "window": w, "bm25": b, "ratio": _ratio(w, b)}
+            ratio = f"{w / b:.2f}" if b else "-"
+            cells.append(f"  {f'{w}/{len(rows)} ({w / len(rows):.0%}) {b} {ratio}':>24}")
+        print(f"{budget:>6}" + "".join(cells))
+        out[str(budget)] = block
+    return out
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """``--sweep group.name=v1,v2,…``: one setting, the values to run the window's questions under."""
+
+    group: str
+    name: str
+    values: list[Any]
+
+    @classmethod
+    def parse(cls, text: str) -> Sweep:
+        target, _, values = text.partition("=")
+        group, _, name = target.strip().partition(".")
+        if not group or not name or not values.strip():
+            raise SystemExit(
+                "--sweep: group.name=v1,v2,… (a setting of docs/configuration.md, e.g. recall.session_share=0,0.25)"
+            )
+        return cls(group, name, [json.loads(v) for v in values.split(",")])
+
+    def settings(self, settings: Any, value: Any) -> Any:
+        group = getattr(settings, self.group, None)
+        if group is None or self.name not in type(group).model_fields:
+            raise SystemExit(f"--sweep: no setting {self.group}.{self.name}")
+        changed = type(group).model_validate(group.model_dump() | {self.name: value})
+        return settings.model_copy(update={self.group: changed})
+
+
+def leave_one_out(answered: Mapping[Any, Mapping[str, int]], default: Any) -> dict[str, Any]:
+    """For each conversation, the value that answers most questions of the *other* conversations (ties: the
+    default, then the first listed), and what that value answers of the one left out: a constant chosen on the
+    others, judged on data it was not chosen on. ``answered``: value → conversation → questions answered."""
+    values = list(answered)
+    conversations = sorted({c for per in answered.values() for c in per}, key=lambda c: (len(c), c))
+    out: dict[str, Any] = {"per_conversation": {}, "total": 0, "default_total": 0}
+    for held in conversations:
+
+        def others(v: Any, held: str = held) -> int:
+            return sum(n for c, n in answered[v].items() if c != held)
+
+        best = max(values, key=lambda v: (others(v), v == default, -values.index(v)))
+        out["per_conversation"][held] = {"chosen": best, "answered": answered[best][held]}
+        out["total"] += answered[best][held]
+        out["default_total"] += answered[default][held] if default in answered else 0
+    return out
+
+
 async def main(args: argparse.Namespace) -> int:
     budgets = [int(b) for b in str(args.budgets).split(",") if b.strip()]
     if not budgets or min(budgets) < 1:
@@ -444,28 +514,38 @@ async def main(args: argparse.Namespace) -> int:
         results: dict[int, dict[str, list[dict[str, Any]]]] = {b: {m: [] for m in METHODS} for b in budgets}
         window_ms: dict[int, list[float]] = {b: [] for b in budgets}
         warnings: Counter[str] = Counter()
+
+        async def window_of(conv: Conversation, q: Question, budget: int, settings: Any, caches: ProcessCaches) -> Any:
+            req = WindowRequest(input=q.question, max_tokens=budget, detail="full")  # why evidence was left out
+            async with db.sessionmaker() as s:
+                ctx = RequestContext(s, principal, settings, tokenizer, Clock().now(), recall, caches=caches)
+                t0 = time.perf_counter()
+                w = await build_window(ctx, user_id=conv.user_id, req=req)
+                ms = (time.perf_counter() - t0) * 1000
+                await s.rollback()
+            return w, ms
+
+        def whole_turns(w: Any, q: Question, ids: Mapping[str, str]) -> tuple[dict[str, int], set[str]]:
+            level = {p["id"]: p["level"] for sec in w["sections"] for p in sec["items"]}
+            turns = set(ids.values())
+            placed = {i: lv for i, lv in level.items() if i in turns}
+            text = w["text"]
+            whole = {i for i in placed if content_of[i] in text} | {
+                ids[e] for e in q.evidence if content_of[ids[e]] in text
+            }
+            return placed, whole
+
         done, total = 0, len(budgets) * len(questions)
         for budget in budgets:
             for conv, q in questions:
                 ids = item_of[conv.sample_id]
                 conv_rows = rows_of[conv.user_id]
-                req = WindowRequest(input=q.question, max_tokens=budget, detail="full")  # why evidence was left out
-                async with db.sessionmaker() as s:
-                    ctx = RequestContext(s, principal, settings, tokenizer, Clock().now(), recall, caches=caches)
-                    t0 = time.perf_counter()
-                    w = await build_window(ctx, user_id=conv.user_id, req=req)
-                    window_ms[budget].append((time.perf_counter() - t0) * 1000)
-                    await s.rollback()
+                w, ms = await window_of(conv, q, budget, settings, caches)
+                window_ms[budget].append(ms)
                 for msg in w["warnings"]:
                     warnings[msg] += 1
-                level = {p["id"]: p["level"] for sec in w["sections"] for p in sec["items"]}
                 omitted = {o["id"]: o["reason"] for o in w["omitted"]}
-                turns = set(ids.values())
-                placed = {i: lv for i, lv in level.items() if i in turns}
-                text = w["text"]
-                whole = {i for i in placed if content_of[i] in text} | {
-                    ids[e] for e in q.evidence if content_of[ids[e]] in text
-                }
+                placed, whole = whole_turns(w, q, ids)
                 base = {"id": q.id, "category": q.category}
                 out = base | evidence_outcome(q.evidence, placed, whole, ids)
                 out["evidence"] = {
@@ -541,6 +621,43 @@ async def main(args: argparse.Namespace) -> int:
             )
         for msg, n in sorted(warnings.items()):
             print(f"  warning x{n}: {msg}")
+        conversation_of = [conv.sample_id for conv, _ in questions]
+        per_conversation = _per_conversation(results, budgets, conversation_of)
+
+        swept: dict[str, Any] | None = None
+        if args.sweep:
+            sweep = Sweep.parse(args.sweep)
+            default = getattr(getattr(settings, sweep.group), sweep.name)
+            values = sweep.values if default in sweep.values else [default, *sweep.values]
+            print()
+            print(f"sweep {sweep.group}.{sweep.name} (default {default}): window answered per conversation")
+            swept = {"setting": f"{sweep.group}.{sweep.name}", "default": default, "values": values, "budgets": {}}
+            for budget in budgets:
+                answered: dict[Any, dict[str, int]] = {}
+                for value in values:
+                    variant = sweep.settings(settings, value)
+                    per: Counter[str] = Counter({c: 0 for c in conversation_of})
+                    for i, (conv, q) in enumerate(questions):
+                        if value == default:
+                            hit = results[budget]["window"][i]["answered"]
+                        else:
+                            w, _ = await window_of(conv, q, budget, variant, ProcessCaches())
+                            _, whole = whole_turns(w, q, item_of[conv.sample_id])
+                            hit = all(item_of[conv.sample_id][e] in whole for e in q.evidence)
+                        per[conv.sample_id] += hit
+                    answered[value] = dict(per)
+                    row = " ".join(f"{c} {n:>3}" for c, n in sorted(per.items(), key=lambda x: (len(x[0]), x[0])))
+                    print(f"  {budget:>5} {json.dumps(value):>8}: {sum(per.values()):>4}   {row}")
+                loo = leave_one_out(answered, default)
+                chosen = ", ".join(f"{c}: {v['chosen']}" for c, v in loo["per_conversation"].items())
+                print(
+                    f"  {budget:>5} leave-one-out: {loo['total']} answered (default {loo['default_total']}); "
+                    f"chosen on the others: {chosen}"
+                )
+                swept["budgets"][str(budget)] = {
+                    "answered": {json.dumps(v): a for v, a in answered.items()},
+                    "leave_one_out": loo,
+                }
 
         per_question = []
         for i, (conv, q) in enumerate(questions):
@@ -579,6 +696,8 @@ async def main(args: argparse.Namespace) -> int:
             "dropped_evidence": data.dropped_evidence,
             "notes": data.notes,
             "table": table,
+            "per_conversation": per_conversation,
+            "sweep": swept,
             "window_modes": modes,
             "window_ms": {
                 str(b): {"mean": statistics.fmean(v), "p50": statistics.median(v), "max": max(v)}
@@ -601,6 +720,12 @@ def cli() -> int:
     p.add_argument("--embedder", choices=["hashing", "minilm", "http"], default=None, help="default: settings")
     p.add_argument("--vector-backend", choices=["edge", "qdrant", "memory", "local"], default=None)
     p.add_argument("--limit-conversations", type=int, default=None, help="only the first N conversations")
+    p.add_argument(
+        "--sweep",
+        default=None,
+        help="group.name=v1,v2,…: also run the window's questions under each value of one setting (e.g. "
+        "recall.session_share=0,0.1,0.25,0.4), per conversation, with the value chosen leave-one-out",
+    )
     p.add_argument("--database-url", default=os.environ.get("CTXMEM_BENCH_DATABASE_URL", ""))
     return asyncio.run(main(p.parse_args()))
 

@@ -10,9 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 from bench.common import fill
-from bench.locomo import bm25_scores, load, parse_date_time, words
+from bench.locomo import Sweep, bm25_scores, leave_one_out, load, parse_date_time, words
+from service.settings import Settings
 
 DOCS = [
     "The cat sat on the mat.",
@@ -158,3 +160,38 @@ def test_load_locomo10_json_and_zip(tmp_path: Path) -> None:
         assert [len(c.questions) for c in data.conversations] == [2, 2]
         assert len(data.left_out) == 6
         assert [c.sample_id for c in load(path, limit=1).conversations] == ["conv-1"]
+
+
+def test_leave_one_out_chooses_each_conversations_value_on_the_others() -> None:
+    """The value for a conversation is the best on the other ones (ties: the default, then the first listed)
+    and is judged on the one left out."""
+    answered = {
+        0.0: {"a": 10, "b": 5, "c": 5},
+        0.25: {"a": 4, "b": 8, "c": 8},
+        0.5: {"a": 9, "b": 6, "c": 6},
+    }
+    loo = leave_one_out(answered, 0.25)
+    # a left out: b + c best at 0.25 (16) → 4; b left out: a + c: 0.0 15, 0.25 12, 0.5 15 → tie, first listed 0.0
+    # → 5; c left out: the same as b → 5.
+    assert loo["per_conversation"] == {
+        "a": {"chosen": 0.25, "answered": 4},
+        "b": {"chosen": 0.0, "answered": 5},
+        "c": {"chosen": 0.0, "answered": 5},
+    }
+    assert loo["total"] == 14 and loo["default_total"] == 20
+    tie = leave_one_out({1: {"a": 3, "b": 3}, 2: {"a": 3, "b": 3}}, 2)
+    assert {c: v["chosen"] for c, v in tie["per_conversation"].items()} == {"a": 2, "b": 2}
+
+
+def test_sweep_parses_a_setting_and_its_values_and_refuses_an_unknown_one() -> None:
+    sweep = Sweep.parse("recall.session_share=0,0.1,0.25")
+    assert (sweep.group, sweep.name, sweep.values) == ("recall", "session_share", [0, 0.1, 0.25])
+    settings = Settings()
+    changed = sweep.settings(settings, 0.1)
+    assert changed.recall.session_share == 0.1 and settings.recall.session_share == 0.25
+    assert changed.recall.question_share == settings.recall.question_share
+    for bad in ("recall.session_share", "session_share=0", "recall.nope=1"):
+        with pytest.raises(SystemExit):
+            Sweep.parse(bad).settings(settings, 1)
+    with pytest.raises(ValidationError):  # a value the setting refuses
+        sweep.settings(settings, 2)
