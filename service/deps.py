@@ -221,6 +221,15 @@ EXAMPLE_ID = "0190a5c2-7d3e-7c4a-9b1e-2f6d8a4c1b00"
 ItemIdPath = Annotated[
     uuid.UUID, Path(description="The item's id, from a write's response or a listing", examples=[EXAMPLE_ID])
 ]
+ItemHandlePath = Annotated[
+    str,
+    Path(
+        description="The item's id, or its handle: the end of its id (at least 8 hex digits) that a window shows "
+        "before a shortened item",
+        pattern=r"^[0-9a-fA-F-]{8,36}$",
+        examples=[EXAMPLE_ID, EXAMPLE_ID[-8:]],
+    ),
+]
 EntryIdPath = Annotated[uuid.UUID, Path(description="The profile entry's id, from GET /profile", examples=[EXAMPLE_ID])]
 LimitQuery = Annotated[
     int | None,

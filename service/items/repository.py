@@ -7,7 +7,8 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import and_, bindparam, or_, select, text, update
+from sqlalchemy import Text, and_, bindparam, or_, select, text, update
+from sqlalchemy import cast as sa_cast
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql import ColumnElement
 
@@ -42,6 +43,25 @@ async def get_item(
     if for_update:
         stmt = stmt.with_for_update()
     return (await session.execute(stmt)).scalar_one_or_none()
+
+
+async def find_by_handle(
+    session: AsyncSession, *, tenant_id: str, user_id: str, handle: str, limit: int
+) -> list[ContextItem]:
+    """Up to ``limit`` of the user's items whose id ends with ``handle`` (lowercase hex digits and dashes), by
+    id. No index serves it: it reads the user's items (``ix_context_item_user_id_order``), for a call a model
+    makes to expand one item."""
+    stmt = (
+        select(ContextItem)
+        .where(
+            ContextItem.tenant_id == tenant_id,
+            ContextItem.user_id == user_id,
+            sa_cast(ContextItem.id, Text).endswith(handle, autoescape=True),
+        )
+        .order_by(ContextItem.id)
+        .limit(limit)
+    )
+    return list((await session.execute(stmt)).scalars())
 
 
 async def tombstone(

@@ -227,14 +227,14 @@ def _stored_row(content: str, **fields: Any) -> dict[str, Any]:
 
 def test_item_levels_are_what_was_stored_at_write_time() -> None:
     row = _stored_row("the whole text", level_texts=["c1", "c2", "c3", "c4"], level_tokens=[1, 1, 1, 1])
-    texts, tokens = service.item_levels(row, user_id="u", count=lambda t: len(t.split()))
+    texts, tokens = service.item_levels(row, count=lambda t: len(t.split()))
     assert texts == ("the whole text", "c1", "c2", "c3", "c4")
     assert tokens == (3, 1, 1, 1, 1)
 
 
 def test_item_levels_of_a_row_from_before_levels_were_stored_are_derived_and_never_grow() -> None:
     content = "We chose Redis for the session cache. It was cheaper to run. Thanks for the help with it!"
-    texts, tokens = service.item_levels(_stored_row(content), user_id="u", count=lambda t: len(t.split()))
+    texts, tokens = service.item_levels(_stored_row(content), count=lambda t: len(t.split()))
     assert texts[0] == content and len(texts) == len(tokens) == 5
     assert list(tokens) == sorted(tokens, reverse=True)  # each level at most as long as the one before
     assert "Redis" in texts[1]
