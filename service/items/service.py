@@ -300,14 +300,16 @@ def attach_levels(tokenizer: Tokenizer, *, rows: Sequence[dict[str, Any]]) -> No
 AMBIGUOUS_LISTED: Final = 10
 
 
-async def get_item(ctx: RequestContext, *, user_id: str, item_id: str, level: int | None = None) -> ItemRead:
+async def get_item(
+    ctx: RequestContext, *, user_id: str, item_id: uuid.UUID | str, level: int | None = None
+) -> ItemRead:
     """One item, whatever its status, by its id or its handle (the end of its id, as a window shows it before
     a shortened item); with ``level``, also its text at that compression level (what a model that sees a
     shortened item asks for to expand it: 0 is the whole text). A handle that ends several of the user's
     ids is refused, listing them."""
     principal = ctx.principal
     principal.require(Permission.ITEMS_READ)
-    handle = item_id.lower()
+    handle = str(item_id).lower()
     try:
         exact: uuid.UUID | None = uuid.UUID(handle)
     except ValueError:

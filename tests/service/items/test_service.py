@@ -12,8 +12,10 @@ from typing import Any
 import httpx
 import pytest
 from fastapi import FastAPI
+from sqlalchemy import text
 
 from schemas.items import ItemCreate
+from service.db.engine import Database
 from service.errors import BatchTooLarge, Forbidden, ItemNotFound, ServiceError, ValidationFailed
 from service.items import service
 from service.items.service import ItemQuery
@@ -265,3 +267,45 @@ async def test_get_item_at_a_level_returns_that_levels_text(client: httpx.AsyncC
     for bad in ("5", "-1", "x"):
         r = await client.get(f"/v1/users/lv/items/{iid}", params={"level": bad}, headers=tenant.agent)
         assert r.status_code == 422 and "level" in r.text, r.text
+
+
+async def test_get_item_by_handle_expands_a_shortened_item(
+    client: httpx.AsyncClient, tenant: TenantKeys, db: Database
+) -> None:
+    """A handle is the end of an item's id (what a window shows before a shortened item): unique → the item,
+    ending several of the user's ids → 409 ambiguous-handle listing them, ending none → 404."""
+    content = "Review 3 of the orders replica lag, finding 0: " + "the replica fell behind by 40 seconds. " * 40
+    r = await client.post("/v1/users/hd/items", json={"type": "tool_result", "content": content}, headers=tenant.agent)
+    assert r.status_code == 201, r.text
+    iid = r.json()["id"]
+    handle = iid[-8:]
+    for ref in (handle, handle.upper(), iid[-13:], iid):
+        got = await client.get(f"/v1/users/hd/items/{ref}", params={"level": 0}, headers=tenant.agent)
+        assert got.status_code == 200, got.text
+        assert got.json()["id"] == iid and got.json()["at_level"]["text"] == content
+    # L4 of a long item is its index line, named by its handle as a window shows it.
+    l4 = (await client.get(f"/v1/users/hd/items/{handle}", params={"level": 4}, headers=tenant.agent)).json()
+    assert l4["at_level"]["text"].startswith(f"[{handle}] [ctx: tool_result: Review 3 of the")
+    # Another user's handle names nothing here; nor does a handle of no item.
+    assert (await client.get(f"/v1/users/other/items/{handle}", headers=tenant.agent)).status_code == 404
+    missing = await client.get("/v1/users/hd/items/deadbeef", headers=tenant.agent)
+    assert missing.status_code == 404 and missing.json()["type"] == "urn:ctxmem:problem:item-not-found"
+    for bad in ("abc", "not-hex-at-all", "0" * 37):
+        assert (await client.get(f"/v1/users/hd/items/{bad}", headers=tenant.agent)).status_code == 422
+    # A second item whose id ends alike (copied in SQL: ids are made by the service) makes the handle ambiguous.
+    twin = "0190a5c2-0000-7000-8000-0000" + handle
+    async with db.engine.begin() as conn:
+        await conn.execute(
+            text(
+                "INSERT INTO context_item SELECT (jsonb_populate_record(NULL::context_item,"
+                " to_jsonb(c) || jsonb_build_object('id', CAST(:twin AS text)))).* FROM context_item c WHERE id = :id"
+            ),
+            {"twin": twin, "id": uuid.UUID(iid)},
+        )
+    amb = await client.get(f"/v1/users/hd/items/{handle}", params={"level": 0}, headers=tenant.agent)
+    assert amb.status_code == 409 and amb.headers["content-type"].startswith("application/problem+json")
+    body = amb.json()
+    assert body["type"] == "urn:ctxmem:problem:ambiguous-handle" and sorted(body["candidates"]) == sorted([iid, twin])
+    assert "more of the id" in body["detail"]
+    longer = await client.get(f"/v1/users/hd/items/{iid[-13:]}", headers=tenant.agent)
+    assert longer.status_code == 200 and longer.json()["id"] == iid
