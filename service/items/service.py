@@ -336,9 +336,10 @@ async def get_item(
         return read
     texts, tokens = item_levels(item.model_dump(), count=ctx.tokenizer.count)
     text, n = texts[level], tokens[level]
-    if text != texts[0]:  # shortened: named by its handle, as a window shows it
-        text = f"[{str(item.id)[-HANDLE_CHARS:]}] {text}"
-        n = ctx.tokenizer.count(text)
+    if text != texts[0]:  # shortened: named by its handle, as a window shows it, unless the whole is shorter
+        marked = f"[{str(item.id)[-HANDLE_CHARS:]}] {text}"
+        n_marked = ctx.tokenizer.count(marked)
+        text, n = (marked, n_marked) if n_marked < tokens[0] else (texts[0], tokens[0])
     return read.model_copy(update={"at_level": LevelText(level=level, text=text, tokens=n)})
 
 
