@@ -81,13 +81,22 @@ HANDLE_CHARS = 8
 EXPAND_NOTE = "[id] starts a shortened item: expand(id) returns its whole text.\n\n"
 
 
-def handle_costs(item_id: str, texts: Sequence[str], count: Callable[[str], int]) -> tuple[int, ...]:
+def handle_costs(
+    item_id: str, texts: Sequence[str], tokens: Sequence[int], count: Callable[[str], int]
+) -> tuple[int, ...]:
     """Per level, the tokens the handle adds to a line: 0 at L0 and at a level whose text is the whole one
-    (nothing to expand), else ``count("[h] " + text) - count(text)`` for the default handle."""
+    (nothing to expand), else ``count("[h] " + text) - tokens`` for the default handle (a text that repeats
+    the level before it is counted once)."""
     mark = f"[{item_id[-HANDLE_CHARS:]}] "
     out = [0]
-    for t in texts[1:]:
-        out.append(0 if t == texts[0] else count(mark + t) - count(t))
+    for lvl in range(1, len(texts)):
+        t = texts[lvl]
+        if t == texts[0]:
+            out.append(0)
+        elif t == texts[lvl - 1]:
+            out.append(out[-1])
+        else:
+            out.append(count(mark + t) - tokens[lvl])
     return tuple(out)
 
 

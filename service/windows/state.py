@@ -71,7 +71,7 @@ def item_element(
         confidence=float(row["confidence"]),
         age_days=day - whole_days(row["observed_at"]),
     )
-    marks = handle_costs(rid, texts, count)
+    marks = handle_costs(rid, texts, tokens, count)
     return Element(rid, section, texts, tokens, reason=reason, value=value, order=order, handle_tokens=marks)
 
 

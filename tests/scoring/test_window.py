@@ -39,7 +39,7 @@ def el(
 ) -> Element:
     levels = (text, text[: max(1, len(text) // 2)], text[: max(1, len(text) // 5)], text[:40], f"[ctx {eid}]")
     tokens = tuple(tokens_of(t) for t in levels)
-    marks = W.handle_costs(eid, levels, tokens_of) if handled and not pinned else ()
+    marks = W.handle_costs(eid, levels, tokens, tokens_of) if handled and not pinned else ()
     return Element(
         eid,
         section,
@@ -527,6 +527,6 @@ def test_handles_are_stable_and_lengthen_only_where_a_window_holds_two_alike() -
 
 def test_handle_costs_count_the_handle_only_on_shortened_levels() -> None:
     texts = ("a long text " * 20, "a long text", "a long text " * 20, "key = 1", "[ctx: x, 60 tokens]")
-    costs = W.handle_costs(_uuid(7), texts, count)
+    costs = W.handle_costs(_uuid(7), texts, [count(t) for t in texts], count)
     assert costs[0] == 0 and costs[2] == 0  # L0, and a level that is the whole text: nothing to expand
     assert all(c > 0 for c in (costs[1], costs[3], costs[4]))
