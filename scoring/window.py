@@ -308,11 +308,11 @@ class Prepared:
         # Worth before relevance, with length: relevance multiplies it per request.
         self.base = [e.value * pt.size for e, pt in zip(loose, self.parts, strict=True)]
         self.pinned_lines = sum(_line_tokens(e, 0) for e in self.pinned)
-        # What every loose element costs whole, and whether any has a handle: a window that cannot show them
-        # all whole keeps room for the expand note (``EXPAND_NOTE``).
+        # What every loose element costs whole, and whether any may be shown with a handle: a window that
+        # cannot show them all whole keeps room for the expand note (``EXPAND_NOTE``).
         self.whole_lines = sum(pt.lines[0] for pt in self.parts)
         self.loose_sections = frozenset(e.section for e in loose)
-        self.handled = any(e.handle_tokens for e in loose)
+        self.handled = any(_may_show_handle(e, pt) for e, pt in zip(loose, self.parts, strict=True))
         self.pinned_sections = frozenset(e.section for e in self.pinned)
         # Related items (same ``group``) move together; everything else is a group of one.
         members: list[list[int]] = []
@@ -574,7 +574,7 @@ def assemble_prepared(
     query_words = query_terms(query) if query else frozenset()
     # Room for the expand note when some element may be shortened: one with a handle, and not all fit whole.
     reserve = 0
-    if p.handled or any(e.handle_tokens for e in loose_extra):
+    if p.handled or any(_may_show_handle(e, parts[i]) for i, e in enumerate(loose_extra, start=n0)):
         whole = (
             pinned_cost
             + p.whole_lines
@@ -791,6 +791,12 @@ def _focus(
         if text is not None and text != e.texts[lvl]:
             out[i] = text
     return out
+
+
+def _may_show_handle(e: Element, pt: Parts) -> bool:
+    """Whether one of the levels an element may be placed at (its hull) shows a handle."""
+    marks = e.handle_tokens
+    return bool(marks) and any(marks[q.level] for q in pt.hull)
 
 
 def _marked(loose: Sequence[Element], level: Sequence[int], fixed: AbstractSet[int]) -> dict[int, str]:
