@@ -1,6 +1,7 @@
 """The lexical ranking of a user's texts for a query: which of the query's terms rank, and BM25 over the
-texts holding them. Pure: the terms come analysed (PostgreSQL's ``ctxmem_tsv``: English stemming plus CJK
-characters as tokens) and the postings (for each kept term, the texts holding it and their lengths) from
+texts holding them. Pure: the terms come analysed (PostgreSQL's ``ctxmem_tsv``: English stemming of the
+text outside CJK runs, plus each CJK run's characters and character pairs, ``cjk_terms``) and the
+postings (for each kept term, the texts holding it and their lengths) from
 the full-text index or the per-process copy of it (service/recall/lexicon.py).
 
 Which terms rank (``kept_terms``): the query's terms, most common first to go, are kept while the texts they
@@ -18,6 +19,7 @@ N the user's ``documents`` (or the texts found, if more), idf = ln(1 + (N - df +
 
 from __future__ import annotations
 
+import re
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -28,6 +30,28 @@ K = TypeVar("K", bound=Hashable)
 
 K1 = 1.2
 B = 0.75
+
+# Kana, CJK ideographs (extension A and the unified block), Hangul syllables and compatibility ideographs:
+# the ranges migration 0018's ctxmem_cjk splits on (a parity test in tests/db holds the two together).
+CJK_RANGES = "\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af\uf900-\ufaff"
+_CJK_RUN = re.compile(f"[{CJK_RANGES}]+")
+
+
+def cjk_terms(text: str) -> list[str]:
+    """The lexical terms of the CJK runs of ``text``, in text order: each character and each pair of
+    adjacent characters ("集群可" → 集, 集群, 群, 群可, 可). Chinese and Japanese are written without spaces
+    and most of their words are two characters long: a text holding the query's words holds its pairs,
+    which are rare and weigh much in BM25, while a text sharing only characters (用, 的) matches single
+    characters, which are common and weigh little; single characters keep one-character words (猫, 怕)
+    findable. Chosen over pairs alone and the jieba segmenter by ``python -m bench.chinese``
+    (docs/window.md#chinese-and-japanese)."""
+    terms: list[str] = []
+    for run in _CJK_RUN.findall(text):
+        for i, char in enumerate(run):
+            terms.append(char)
+            if i + 1 < len(run):
+                terms.append(run[i : i + 2])
+    return terms
 
 
 def kept_terms(
@@ -74,3 +98,10 @@ def bm25(
         best = np.flatnonzero(score >= cut)
     ranked = sorted(((keys[found[i]], float(score[i])) for i in best), key=lambda kv: (kv[1], kv[0]), reverse=True)
     return ranked[:limit]
+
+
+def named_terms(matched: Sequence[str]) -> list[str]:
+    """The matched query terms to name, in order: a CJK character that a matched pair holds is left out
+    (集群 names the match, not 集, 集群, 群); everything else as it came."""
+    pairs = [t for t in matched if len(t) == 2 and _CJK_RUN.fullmatch(t)]
+    return [t for t in matched if not (len(t) == 1 and _CJK_RUN.fullmatch(t) and any(t in p for p in pairs))]

@@ -502,9 +502,9 @@ class VectorOutbox(SQLModel, table=True):
 
 class ItemSearch(SQLModel, table=True):
     """The lexical index of active items: ``ctxmem_tsv(content)`` (English stemming plus CJK characters
-    as tokens) and the item's expiry, with a GIN index. Maintained by the outbox worker with the vector
-    index, off the write path; a row is removed when its item stops being active (and with the item
-    itself)."""
+    and character pairs as terms) and the item's expiry, with a GIN index. Maintained by the outbox
+    worker with the vector index, off the write path; a row is removed when its item stops being active
+    (and with the item itself)."""
 
     __tablename__ = "item_search"
     __table_args__ = (

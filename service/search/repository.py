@@ -11,6 +11,7 @@ from datetime import datetime
 from sqlalchemy import bindparam, or_, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from scoring.lexical import CJK_RANGES, named_terms
 from service.db.models import ContextItem
 
 
@@ -62,19 +63,26 @@ async def filtered_items(
     return {str(r.id): r for r in (await session.execute(stmt)).scalars()}
 
 
-# A query word is held by an item when the lexical analyser (ctxmem_tsv: English stems, every CJK
-# character a token) finds one of the word's lexemes among the item's: "deployed" matches "deployment".
-# Words are the query's runs of letters and digits; a run of Chinese characters is one word.
+# A query word is held by an item when the lexical analyser (ctxmem_tsv) finds one of the word's lexemes
+# among the item's: "deployed" matches "deployment". Words are the query's runs of letters and digits
+# outside CJK, and the terms of its CJK runs (ctxmem_cjk: characters and adjacent pairs, each held only as
+# itself), in the query's order; scoring.lexical.named_terms then drops a character its matched pair names.
 _MATCHED = text(
-    """
+    f"""
 SELECT c.id::text AS id, ARRAY(
-    SELECT w FROM (SELECT DISTINCT w, min(o) AS o
-                   FROM regexp_split_to_table(lower(:query), '[^[:alnum:]]+') WITH ORDINALITY AS t(w, o)
-                   WHERE w <> '' GROUP BY w) AS q
-    WHERE tsvector_to_array(ctxmem_tsv(w)) && tsvector_to_array(ctxmem_tsv(c.content))
-    ORDER BY o
+    SELECT q.w FROM (
+        SELECT w, bool_or(cjk) AS cjk, min(o) AS o FROM (
+            SELECT w, false AS cjk, strpos(lower(:query), w) AS o
+            FROM regexp_split_to_table(lower(regexp_replace(:query, '[{CJK_RANGES}]+', ' ', 'g')),
+                                       '[^[:alnum:]]+') AS t(w)
+            UNION ALL
+            SELECT w, true, strpos(:query, w) FROM unnest(ctxmem_cjk(:query)) AS t(w)
+        ) AS words WHERE w <> '' GROUP BY w
+    ) AS q
+    WHERE (CASE WHEN q.cjk THEN ARRAY[q.w] ELSE tsvector_to_array(ctxmem_tsv(q.w)) END) && i.lexemes
+    ORDER BY q.o, char_length(q.w) DESC
 ) AS matched
-FROM context_item c
+FROM context_item c CROSS JOIN LATERAL (SELECT tsvector_to_array(ctxmem_tsv(c.content)) AS lexemes) AS i
 WHERE c.tenant_id = :tenant_id AND c.id IN :ids
 """
 ).bindparams(bindparam("ids", expanding=True))
@@ -87,4 +95,4 @@ async def matched_words(
     if not ids:
         return {}
     rows = await session.execute(_MATCHED, {"tenant_id": tenant_id, "ids": [uuid.UUID(i) for i in ids], "query": query})
-    return {r.id: list(r.matched) for r in rows}
+    return {r.id: named_terms(r.matched) for r in rows}

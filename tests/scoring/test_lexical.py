@@ -8,7 +8,7 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from scoring.lexical import bm25, kept_terms
+from scoring.lexical import bm25, cjk_terms, kept_terms, named_terms
 
 
 def reference(texts: dict[str, set[str]], terms: list[str], documents: int) -> dict[str, float]:
@@ -85,3 +85,28 @@ def test_common_terms_go_first_while_the_hits_they_bring_exceed_the_cap() -> Non
     assert kept_terms(["the", "cache", "team"], shares, documents=10, max_hits=2_000) == (["team", "cache", "the"], 0)
     assert kept_terms(["team", "team"], shares, documents=10, max_hits=2_000) == (["team"], 0)
     assert kept_terms([], shares, documents=10, max_hits=1) == ([], 0)
+
+
+def test_cjk_terms_are_characters_and_adjacent_pairs_in_text_order() -> None:
+    assert cjk_terms("Redis 集群可以") == ["集", "集群", "群", "群可", "可", "可以", "以"]
+    assert cjk_terms("猫") == ["猫"]
+    assert cjk_terms("A集B群C") == ["集", "群"]  # runs end at anything not CJK
+    assert cjk_terms("東京の天気") == ["東", "東京", "京", "京の", "の", "の天", "天", "天気", "気"]
+    assert cjk_terms("no cjk, 123") == []
+
+
+def test_a_text_sharing_the_query_s_words_outranks_texts_sharing_only_its_characters() -> None:
+    """The issue's case: for "集群可以用吗" the texts holding only 用 scored 0.78 and 0.60 of the best when each
+    character was a term; with pairs the one holding 集群 is far ahead of them."""
+    texts = ["运维团队太小用不了集群", "数据仓库用的是", "用户的猫叫小白", "周六我们去香山爬山", "婚礼定在明年五月"]
+    lexemes = [set(cjk_terms(t)) for t in texts]
+    query = sorted(set(cjk_terms("集群可以用吗")))
+    postings = [np.array([i for i, x in enumerate(lexemes) if t in x], dtype=np.int64) for t in query]
+    ranked = bm25(postings, np.array([len(x) for x in lexemes]), list(range(len(texts))), documents=5, limit=5)
+    assert ranked[0][0] == 0
+    assert all(score < 0.5 * ranked[0][1] for _, score in ranked[1:])
+
+
+def test_named_terms_leave_out_a_character_its_matched_pair_names() -> None:
+    assert named_terms(["redis", "集", "集群", "群", "用"]) == ["redis", "集群", "用"]
+    assert named_terms(["用", "lag"]) == ["用", "lag"]

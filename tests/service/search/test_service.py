@@ -1,3 +1,4 @@
+# ruff: noqa: RUF001 - the Chinese sample text uses fullwidth punctuation on purpose.
 """POST /v1/users/{u}/search: the window's relevance as a tool — ranked items in force with their score
 parts and why they matched, the request's filters and budget, and clear 4xx for what cannot be searched."""
 
@@ -139,3 +140,27 @@ async def test_what_cannot_be_searched_is_a_422_that_says_how_to_fix_it(
         assert r.status_code == 422, (body, r.text)
         assert r.headers["content-type"].startswith("application/problem+json")
         assert says in r.text, (body, r.text)
+
+
+ZH_RELEVANT = "运维团队太小，用不了 Redis 集群，只能先用单机版。"
+ZH_UNRELATED = ["数据仓库用的是 ClickHouse。", "用户的猫叫小白。"]
+ZH_NOTES = ["周六我们去香山爬山，风景很美。", "我每天早上喝一杯美式咖啡。", "婚礼定在明年五月。", "我女儿读研究生。"]
+
+
+async def test_chinese_matches_by_words_not_characters(
+    client: httpx.AsyncClient, tenant: TenantKeys, vectors: VectorRecall
+) -> None:
+    """Texts sharing only characters with the query (用) rank well below the one sharing its words (集群),
+    and ``why`` names the terms that matched, not the query's whole phrase."""
+    items = [{"type": "fact", "content": c, "source": "user"} for c in [ZH_RELEVANT, *ZH_UNRELATED, *ZH_NOTES]]
+    relevant, *unrelated = (await write(client, tenant, "zh", items))[:3]
+    await vectors.worker.drain()
+    out = await search(client, tenant, "zh", query="Redis 集群可以用吗")
+    by_id = {h["item"]["id"]: h for h in out["items"]}
+    first = out["items"][0]
+    assert first["item"]["id"] == relevant
+    assert first["matched"] == ["redis", "集群", "用"]
+    assert first["why"].startswith("words: redis, 集群, 用 (BM25 ")
+    for i in unrelated:
+        hit = by_id.get(i)
+        assert hit is None or (hit["score"] < 0.5 and hit["matched"] == ["用"]), hit

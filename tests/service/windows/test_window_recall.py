@@ -260,7 +260,9 @@ async def test_a_lagging_index_is_not_trusted(
         )
     try:
         w = await window(client, tenant, "g", max_tokens=budget, query="Memcached p99 latency")
-        assert any("vector index is 3600s behind" in x for x in w["warnings"]), w["warnings"]
+        # an hour, plus the seconds the test took since (a loaded machine can take more than one)
+        lags = [int(m.group(1)) for x in w["warnings"] if (m := re.search(r"vector index is (\d+)s behind", x))]
+        assert lags and 3600 <= lags[0] < 3660, w["warnings"]
         assert kept_instead(w, target)
     finally:
         async with db.engine.begin() as conn:
@@ -409,6 +411,22 @@ async def test_expired_items_are_not_recalled_before_the_expire_job_runs(
     assert fresh in placed(w) and stale not in placed(w)
 
 
+async def _walrus_hits(db: Database, tenant: TenantKeys) -> set[Any]:
+    """The lexical ranking of "walrus" for user cap, analysing at most two pending texts itself."""
+    async with session_scope(db) as s:
+        hits, _, _ = await lexical_ranking(
+            s,
+            caches=ProcessCaches(),
+            tenant_id=tenant.tenant_id,
+            user_id="cap",
+            query="walrus",
+            limit=10,
+            now=NOW,
+            pending=2,
+        )
+    return {i for i, _ in hits}
+
+
 async def test_unindexed_changes_are_searched_newest_first_up_to_a_cap(
     client: httpx.AsyncClient, tenant: TenantKeys, db: Database, vectors: VectorRecall
 ) -> None:
@@ -416,31 +434,11 @@ async def test_unindexed_changes_are_searched_newest_first_up_to_a_cap(
     their text; older ones once indexed (a bulk import does not make every window analyse it all)."""
     await vectors.worker.drain()
     ids = await seed(client, tenant, "cap", [{"type": "fact", "content": f"walrus fact {i}"} for i in range(5)])
-    async with session_scope(db) as s:
-        hits, _, _ = await lexical_ranking(
-            s,
-            caches=ProcessCaches(),
-            tenant_id=tenant.tenant_id,
-            user_id="cap",
-            query="walrus",
-            limit=10,
-            now=NOW,
-            pending=2,
-        )
-    assert {i for i, _ in hits} == set(ids[3:])  # the two newest
+    found = await _walrus_hits(db, tenant)
+    assert found == set(ids[3:])  # the two newest
     await vectors.worker.drain()
-    async with session_scope(db) as s:
-        hits, _, _ = await lexical_ranking(
-            s,
-            caches=ProcessCaches(),
-            tenant_id=tenant.tenant_id,
-            user_id="cap",
-            query="walrus",
-            limit=10,
-            now=NOW,
-            pending=2,
-        )
-    assert {i for i, _ in hits} == set(ids)
+    found = await _walrus_hits(db, tenant)
+    assert found == set(ids)
 
 
 def test_the_fusion_weight_is_the_embedders_unless_set(settings: Settings) -> None:
