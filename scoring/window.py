@@ -79,6 +79,26 @@ LEVEL_NAMES = ("original", "condensed", "summary", "key fields", "index line")
 # note says so once, after the cache-friendly prefix.
 HANDLE_CHARS = 8
 EXPAND_NOTE = "[id] starts a shortened item: expand(id) returns its whole text.\n\n"
+# What GET …/items/{id} and the MCP expand tool take: an id, or the end of one (8 to 36 of its characters).
+HANDLE_PATTERN = r"^[0-9a-fA-F-]{8,36}$"
+_ID_SHAPE = "xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx"  # an id as text: where its dashes stand
+
+
+def as_handle(text: str) -> str | None:
+    """``text`` as a handle, in lower case, when it is exactly one — bare or in a window's brackets
+    (``[4c1b0a2e]``): the last ``HANDLE_CHARS`` or more characters of an id as text (hex digits, and dashes
+    only where an id has them; a whole id too). Anything else (a word, a date such as ``2026-12-03``, a
+    sentence holding a handle) is None."""
+    t = text.strip()
+    if t[:1] == "[" and t[-1:] == "]":
+        t = t[1:-1].strip()
+    t = t.lower()
+    if not HANDLE_CHARS <= len(t) <= len(_ID_SHAPE):
+        return None
+    shape = _ID_SHAPE[-len(t) :]
+    if all(c == "-" if s == "-" else c in "0123456789abcdef" for c, s in zip(t, shape, strict=True)):
+        return t
+    return None
 
 
 def handle_costs(

@@ -12,6 +12,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from schemas.common import DOT_SEGMENTS, ID_PATTERN
+from scoring.window import HANDLE_PATTERN
 from service import idempotency
 from service.auth.principal import Principal
 from service.auth.service import authenticate
@@ -226,7 +227,7 @@ ItemHandlePath = Annotated[
     Path(
         description="The item's id, or its handle: the end of its id (at least 8 hex digits) that a window shows "
         "before a shortened item",
-        pattern=r"^[0-9a-fA-F-]{8,36}$",
+        pattern=HANDLE_PATTERN,
         examples=[EXAMPLE_ID, EXAMPLE_ID[-8:]],
     ),
 ]

@@ -530,3 +530,25 @@ def test_handle_costs_count_the_handle_only_on_shortened_levels() -> None:
     costs = W.handle_costs(_uuid(7), texts, [count(t) for t in texts], count)
     assert costs[0] == 0 and costs[2] == 0  # L0, and a level that is the whole text: nothing to expand
     assert all(c > 0 for c in (costs[1], costs[3], costs[4]))
+
+
+def test_a_text_is_a_handle_only_when_it_is_the_end_of_an_id() -> None:
+    """What search takes as a handle: the last 8 or more characters of an id as text, bare or as a window
+    shows it in brackets, in any case; every handle ``handles`` gives is one."""
+    iid = _uuid(0x4C1B0A2E)
+    for text in (iid[-8:], f"[{iid[-8:]}]", f"  {iid[-8:].upper()} ", iid[-13:], iid[-20:], iid, f"[{iid}]"):
+        handle = W.as_handle(text)
+        assert handle is not None and iid.endswith(handle), text
+    assert all(W.as_handle(h) == h for h in W.handles([iid, _uuid(0x1_4C1B0A2E)]).values())
+    not_handles = (
+        iid[-7:],  # too short
+        iid + "0",  # too long
+        "2026-12-03",  # a date: its dashes are not where an id has them
+        "4c1b-0a2e",
+        "deadbeefs",  # not hex
+        "expand 4c1b0a2e",  # a sentence holding a handle
+        "[4c1b0a2e",
+        "0190a5c27d3e7c4a9b1e2f6d8a4c1b00",  # 32 hex digits: a window never shows an id without its dashes
+        "",
+    )
+    assert [t for t in not_handles if W.as_handle(t) is not None] == []

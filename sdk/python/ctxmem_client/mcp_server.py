@@ -291,7 +291,9 @@ def build_server(user: AsyncUser, *, session_id: str | None = None) -> MCPServer
 
     @server.tool()
     async def search(
-        query: Annotated[str, Field(description="What to look for, in words")],
+        query: Annotated[
+            str, Field(description="What to look for, in words; or a window's [id] alone, whose item then comes first")
+        ],
         limit: Annotated[int, Field(ge=1, le=100, description="At most this many hits")] = 10,
         types: Annotated[list[ItemType] | None, Field(description="Only items of these types")] = None,
         budget: Annotated[int | None, Field(ge=1, description="At most this many tokens of content in all")] = None,
