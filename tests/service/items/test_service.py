@@ -13,11 +13,12 @@ import httpx
 import pytest
 from fastapi import FastAPI
 from sqlalchemy import text
+from sqlalchemy.dialects.postgresql.asyncpg import dialect as asyncpg_dialect
 
 from schemas.items import ItemCreate
-from service.db.engine import Database
+from service.db.engine import Database, driver_connection
 from service.errors import BatchTooLarge, Forbidden, ItemNotFound, ServiceError, ValidationFailed
-from service.items import service
+from service.items import repository, service
 from service.items.service import ItemQuery
 from tests.conftest import TenantKeys
 from tests.service.service_context import service_context
@@ -309,3 +310,47 @@ async def test_get_item_by_handle_expands_a_shortened_item(
     assert "more of the id" in body["detail"]
     longer = await client.get(f"/v1/users/hd/items/{iid[-13:]}", headers=tenant.agent)
     assert longer.status_code == 200 and longer.json()["id"] == iid
+
+
+async def test_a_handle_is_found_by_its_index_not_by_reading_the_users_items(db: Database, tenant: TenantKeys) -> None:
+    """GET …/items/{handle} and a search for a handle probe ix_context_item_handle (tenant, user, the id's last
+    8 characters) for a user of 20,000 items, in the plan made for the values and in the generic one a
+    prepared statement may run, for a handle of 8 characters and a longer one."""
+    async with db.sessionmaker() as s:
+        driver = await driver_connection(s)
+        await driver.execute(
+            "INSERT INTO end_user (tenant_id, user_id, created_at, updated_at) VALUES ($1, 'many', now(), now())",
+            tenant.tenant_id,
+        )
+        await driver.execute(
+            """
+            INSERT INTO context_item (id, tenant_id, user_id, type, content, source, authority, scope, hard, kind,
+                                      status, confidence, observed_at, created_at, updated_at, token_cost, token_model)
+            SELECT ctxmem_uuid7(), $1, 'many', 'fact', 'note ' || g, 'user', 'user', 'user', false, 'fact',
+                   'available', 0.9, now(), now(), now(), 2, 'o200k_base'
+            FROM generate_series(1, 20000) g
+            """,
+            tenant.tenant_id,
+        )
+        await driver.execute("ANALYZE context_item")
+        some = str(await driver.fetchval("SELECT id FROM context_item WHERE tenant_id = $1 LIMIT 1", tenant.tenant_id))
+        for handle in (some[-8:], some[-13:]):
+            found = await repository.find_by_handle(
+                s, tenant_id=tenant.tenant_id, user_id="many", handle=handle, limit=10
+            )
+            assert [str(i.id) for i in found] == [some]
+            stmt = repository.handle_query(tenant_id=tenant.tenant_id, user_id="many", handle=handle, limit=10)
+            compiled = stmt.compile(dialect=asyncpg_dialect())
+            sql, values = str(compiled), [compiled.params[k] for k in compiled.positiontup or ()]
+            bound = ", ".join("'" + str(v).replace("'", "''") + "'" for v in values)
+            plans = []
+            for mode in ("force_custom_plan", "force_generic_plan"):
+                await driver.execute(f"SET plan_cache_mode = {mode}")
+                await driver.execute(f"PREPARE by_handle AS {sql}")
+                try:
+                    plans.append("\n".join(r[0] for r in await driver.fetch(f"EXPLAIN EXECUTE by_handle({bound})")))
+                finally:
+                    await driver.execute("DEALLOCATE by_handle")
+            await driver.execute("RESET plan_cache_mode")
+            for plan in plans:
+                assert "ix_context_item_handle" in plan and "Seq Scan" not in plan, plan
