@@ -25,7 +25,11 @@ class SearchRequest(StrictModel):
         }
     )
 
-    query: LongText = Field(description="What to look for, in the user's words", examples=["orders replica lag"])
+    query: LongText = Field(
+        description="What to look for, in the user's words; or exactly a handle (the [4c1b0a2e] a window puts before "
+        "a shortened item, with or without brackets), whose item then comes first",
+        examples=["orders replica lag", "4c1b0a2e"],
+    )
     limit: Count = Field(10, ge=1, le=100, description="At most this many items", examples=[5])
     budget: Count | None = Field(
         None,

@@ -819,17 +819,16 @@ def key_fields(content: str, key: str | None, value: Any) -> str | None:
     return None
 
 
-def index_line(*, item_id: str, user_id: str, item_type: str, key: str | None, content: str, token_cost: int) -> str:
-    """Names the item and how to fetch it in full."""
+def index_line(*, item_type: str, key: str | None, content: str, token_cost: int) -> str:
+    """Names the item and its size. How to fetch it is the handle a window puts before every shortened line
+    (``scoring.window.handles``): an id or a URL here would cost more tokens than the line itself."""
     words = " ".join(content.split(None, 6)[:6])
     label = key or f"{item_type}: {truncate(words, 40)}"
-    return f"[ctx: {label}, {token_cost} tokens — GET /v1/users/{user_id}/items/{item_id}]"
+    return f"[ctx: {label}, {token_cost} tokens]"
 
 
 def derive_levels(
     *,
-    item_id: str,
-    user_id: str,
     item_type: str,
     content: str,
     key: str | None,
@@ -859,18 +858,14 @@ def derive_levels(
             l1 = l1 or _select(prepared, int(n * L1_SHARE))
             l2 = l2 or _select(prepared, l2_chars)
     l3 = key_fields(content, key, value) or l2  # prose without a key: L3 is L2
-    l4 = v.get("index") or index_line(
-        item_id=item_id, user_id=user_id, item_type=item_type, key=key, content=content, token_cost=token_cost
-    )
+    l4 = v.get("index") or index_line(item_type=item_type, key=key, content=content, token_cost=token_cost)
     return [l1, l2, l3, l4]
 
 
-def derive_row_levels(row: Mapping[str, Any], user_id: str) -> list[str]:
-    """:func:`derive_levels` of an item row (its ``id``, ``type``, ``content``, ``key``, ``value``,
-    ``variants`` and ``token_cost``)."""
+def derive_row_levels(row: Mapping[str, Any]) -> list[str]:
+    """:func:`derive_levels` of an item row (its ``type``, ``content``, ``key``, ``value``, ``variants`` and
+    ``token_cost``)."""
     return derive_levels(
-        item_id=str(row["id"]),
-        user_id=user_id,
         item_type=row["type"],
         content=row["content"],
         key=row["key"],

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from scoring.window import SECTIONS
+from scoring.window import EXPAND_NOTE, SECTIONS
 
 RecordType = Literal["constraint", "preference", "fact", "goal", "decision"]
 RECORD_TYPES: tuple[RecordType, ...] = ("constraint", "preference", "fact", "goal", "decision")
@@ -144,19 +144,21 @@ def locate(quote: str, text: str) -> tuple[int, int] | None:
 
 
 _HEADINGS = {f"## {title}" for _, title in SECTIONS}
+_NOTE = EXPAND_NOTE.strip()  # the line that says how to expand a handle, after a window's prefix
 _INDEX_LINE = re.compile(r"\[ctx[^\]\n]*(?:GET /v1/users/|tokens)[^\]\n]*\]")
 
 
 def service_spans(text: str) -> list[tuple[int, int]]:
-    """The parts of ``text`` the service produced, as spans: every index line (``[ctx: …, N tokens — GET
-    /v1/users/…]``) and every window block — a section heading of ``scoring.window.SECTIONS`` and the item
-    lines (``- …``) and continuation lines under it, up to a line that is neither."""
+    """The parts of ``text`` the service produced, as spans: every index line (``[ctx: …, N tokens]``, or the
+    older ``[ctx: …, N tokens — GET /v1/users/…]``) and every window block — a section heading of
+    ``scoring.window.SECTIONS`` or the note on handles (``EXPAND_NOTE``), and the item lines (``- …``, a
+    handle's ``- [4c1b0a2e] …`` too) and continuation lines under it, up to a line that is neither."""
     spans = [(m.start(), m.end()) for m in _INDEX_LINE.finditer(text)]
     pos = 0
     block_start: int | None = None
     for line in text.splitlines(keepends=True):
         bare = line.strip()
-        if bare in _HEADINGS:
+        if bare in _HEADINGS or bare == _NOTE:
             block_start = pos if block_start is None else block_start
         elif block_start is not None and not (bare == "" or bare.startswith("- ") or line.startswith(("  ", "\t"))):
             spans.append((block_start, pos))

@@ -72,6 +72,72 @@ def line_overhead(text: str, verbatim: bool = False) -> int:
 
 LEVEL_NAMES = ("original", "condensed", "summary", "key fields", "index line")
 
+# A shortened item's line starts with its handle, so the model can ask for the whole text: the last
+# HANDLE_CHARS hex digits of its id. Ids are UUIDv7, whose first digits are the time they were written (the
+# first 8 are shared by every item written in the same ~65 s) and whose last 62 bits are random: 8 of those
+# are unique among a window's items but for a rare collision, which lengthens the colliding handles. The
+# note says so once, after the cache-friendly prefix.
+HANDLE_CHARS = 8
+EXPAND_NOTE = "[id] starts a shortened item: expand(id) returns its whole text.\n\n"
+# What GET …/items/{id} and the MCP expand tool take: an id, or the end of one (8 to 36 of its characters).
+HANDLE_PATTERN = r"^[0-9a-fA-F-]{8,36}$"
+_ID_SHAPE = "xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx"  # an id as text: where its dashes stand
+
+
+def as_handle(text: str) -> str | None:
+    """``text`` as a handle, in lower case, when it is exactly one — bare or in a window's brackets
+    (``[4c1b0a2e]``): the last ``HANDLE_CHARS`` or more characters of an id as text (hex digits, and dashes
+    only where an id has them; a whole id too). Anything else (a word, a date such as ``2026-12-03``, a
+    sentence holding a handle) is None."""
+    t = text.strip()
+    if t[:1] == "[" and t[-1:] == "]":
+        t = t[1:-1].strip()
+    t = t.lower()
+    if not HANDLE_CHARS <= len(t) <= len(_ID_SHAPE):
+        return None
+    shape = _ID_SHAPE[-len(t) :]
+    if all(c == "-" if s == "-" else c in "0123456789abcdef" for c, s in zip(t, shape, strict=True)):
+        return t
+    return None
+
+
+def handle_costs(
+    item_id: str, texts: Sequence[str], tokens: Sequence[int], count: Callable[[str], int]
+) -> tuple[int, ...]:
+    """Per level, the tokens the handle adds to a line: 0 at L0 and at a level whose text is the whole one
+    (nothing to expand), else ``count("[h] " + text) - tokens`` for the default handle (a text that repeats
+    the level before it is counted once)."""
+    mark = f"[{item_id[-HANDLE_CHARS:]}] "
+    out = [0]
+    for lvl in range(1, len(texts)):
+        t = texts[lvl]
+        if t == texts[0]:
+            out.append(0)
+        elif t == texts[lvl - 1]:
+            out.append(out[-1])
+        else:
+            out.append(count(mark + t) - tokens[lvl])
+    return tuple(out)
+
+
+def handles(ids: Sequence[str]) -> dict[str, str]:
+    """Each id's handle: its last ``HANDLE_CHARS`` characters, lengthened until it is unique among ``ids``
+    (stable across windows unless two of a window's items end alike)."""
+    out: dict[str, str] = {}
+    by_end: dict[str, list[str]] = {}
+    for i in ids:
+        by_end.setdefault(i[-HANDLE_CHARS:], []).append(i)
+    for end, same in by_end.items():
+        if len(same) == 1:
+            out[same[0]] = end
+            continue
+        n = HANDLE_CHARS
+        while len({i[-n:] for i in same}) < len(same) and n < max(map(len, same)):
+            n += 1
+        for i in same:
+            out[i] = i[-n:]
+    return out
+
 
 @dataclass(frozen=True, slots=True)
 class Element:
@@ -86,6 +152,8 @@ class Element:
     group: str | None = None  # related items share a level
     repeats: str | None = None  # what it repeats ("pinned <id>", a history message): an index line at most
     verbatim: bool = False  # rendered as is, without "- " (the latest input)
+    # Per level, the tokens "[<handle>] " adds to its line (``handle_costs``); empty: no handle (not an item).
+    handle_tokens: tuple[int, ...] = ()
 
 
 class Placed(NamedTuple):
@@ -165,7 +233,8 @@ def profile_element(line: ProfileLine, count: Callable[[str], int]) -> Element:
 
 
 def _line_tokens(e: Element, level: int) -> int:
-    return e.tokens[level] + line_overhead(e.texts[level], e.verbatim)
+    mark = e.handle_tokens[level] if e.handle_tokens else 0
+    return e.tokens[level] + mark + line_overhead(e.texts[level], e.verbatim)
 
 
 def _render_line(e: Element, level: int) -> str:
@@ -224,7 +293,8 @@ def parts_of(e: Element, model: ValueModel, memos: Memos) -> Parts:
         return seen[2]
     t = e.texts
     ends = tuple(line_overhead(x, e.verbatim) for x in t)
-    key = (e.tokens, ends, t[1] == t[0], t[2] == t[0], t[3] == t[0], t[4] == t[0], t[4] == t[3], id(model))
+    same = (t[1] == t[0], t[2] == t[0], t[3] == t[0], t[4] == t[0], t[4] == t[3])
+    key = (e.tokens, e.handle_tokens, ends, same, id(model))
     held = memos.parts.get(key)
     if held is not None and held[0] is model:
         found = held[1]
@@ -258,6 +328,11 @@ class Prepared:
         # Worth before relevance, with length: relevance multiplies it per request.
         self.base = [e.value * pt.size for e, pt in zip(loose, self.parts, strict=True)]
         self.pinned_lines = sum(_line_tokens(e, 0) for e in self.pinned)
+        # What every loose element costs whole, and whether any may be shown with a handle: a window that
+        # cannot show them all whole keeps room for the expand note (``EXPAND_NOTE``).
+        self.whole_lines = sum(pt.lines[0] for pt in self.parts)
+        self.loose_sections = frozenset(e.section for e in loose)
+        self.handled = any(_may_show_handle(e, pt) for e, pt in zip(loose, self.parts, strict=True))
         self.pinned_sections = frozenset(e.section for e in self.pinned)
         # Related items (same ``group``) move together; everything else is a group of one.
         members: list[list[int]] = []
@@ -517,10 +592,22 @@ def assemble_prepared(
     order.sort()
 
     query_words = query_terms(query) if query else frozenset()
+    # Room for the expand note when some element may be shortened: one with a handle, and not all fit whole.
+    reserve = 0
+    if p.handled or any(_may_show_handle(e, parts[i]) for i, e in enumerate(loose_extra, start=n0)):
+        whole = (
+            pinned_cost
+            + p.whole_lines
+            + sum(parts[i].lines[0] for i in range(n0, len(loose)))
+            + sum(header_tokens[s] for s in p.loose_sections.union(e.section for e in loose_extra) - pinned_sections)
+            + sum(u.tokens for u in units if u.droppable)
+        )
+        if whole > budget:
+            reserve = count(EXPAND_NOTE)
     goal = budget
     while True:
         choice = take_keyed(
-            hulls, order, budget=goal, used=pinned_cost, sections=sections, header_tokens=header_tokens,
+            hulls, order, budget=goal - reserve, used=pinned_cost, sections=sections, header_tokens=header_tokens,
             visible=pinned_sections,
         )  # fmt: skip
         at = choice.at
@@ -542,7 +629,11 @@ def assemble_prepared(
             keep = h[k].level if k >= 0 else 0
             dropped_units.update(chain_units[keep:])
         shown = _focus(loose, relevant, level, fixed, rel, query_words, count) if query_words else {}
-        blocks, placed_by_section, prefix_blocks = _render(p, loose, n0, level, extra, shown)
+        marked = _marked(loose, level, fixed)
+        if reserve and not marked:  # nothing was shortened after all: the note's room goes back to the items
+            reserve = 0
+            continue
+        blocks, placed_by_section, prefix_blocks = _render(p, loose, n0, level, extra, shown, marked)
         text = "".join(blocks)
         kept = tuple(i for i in range(len(units)) if i not in dropped_units)
         messages_tokens = sum(units[i].tokens for i in kept)
@@ -556,7 +647,7 @@ def assemble_prepared(
             return BudgetTooSmall(required=used, budget=budget)
         goal = min(goal, choice.used) - (used - budget)
 
-    left = goal - choice.used
+    left = goal - reserve - choice.used
     stopped = choice.stopped
     cut = choice.cut * 1000
     cut_s = f"{cut:.3g}"
@@ -602,7 +693,10 @@ def assemble_prepared(
             else:
                 focus_note = ", the sentences that match the query" if i in shown else ""
                 reason = f"{e.reason}{note}; {LEVEL_NAMES[lvl]} (L{lvl}){focus_note}: {lost(item_group[i])}"
-            tokens = count(shown[i]) + line_overhead(shown[i]) if i in shown else parts[i].lines[lvl]
+            if i in shown:
+                tokens = count(shown[i]) + line_overhead(shown[i]) + (e.handle_tokens[lvl] if i in marked else 0)
+            else:
+                tokens = parts[i].lines[lvl]
             placed.append(Placed(e.id, lvl, tokens, reason, round(values[i], 6)))
             section_tokens += tokens
         placed_sections.append(SectionOut(name, title, section_tokens, tuple(placed)))
@@ -719,6 +813,26 @@ def _focus(
     return out
 
 
+def _may_show_handle(e: Element, pt: Parts) -> bool:
+    """Whether one of the levels an element may be placed at (its hull) shows a handle."""
+    marks = e.handle_tokens
+    return bool(marks) and any(marks[q.level] for q in pt.hull)
+
+
+def _marked(loose: Sequence[Element], level: Sequence[int], fixed: AbstractSet[int]) -> dict[int, str]:
+    """The shortened elements that show a handle (element index → handle): placed below L0 with a text that
+    is not the whole one, and not an index line that repeats pinned text (the text is in the window)."""
+    at = [
+        i
+        for i, lvl in enumerate(level)
+        if lvl > 0 and i not in fixed and loose[i].handle_tokens and loose[i].handle_tokens[lvl]
+    ]
+    if not at:
+        return {}
+    named = handles([loose[i].id for i in at])
+    return {i: named[loose[i].id] for i in at}
+
+
 def _next_worth(h: Sequence[Point], value: float, at: int) -> float:
     """The value per 1k tokens of the step a group at hull index ``at`` did not take (0 at its top)."""
     if at + 1 >= len(h):
@@ -746,7 +860,10 @@ def _render(
     level: Sequence[int],
     extra: Sequence[Element],
     shown: Mapping[int, str],
+    marked: Mapping[int, str],
 ) -> tuple[list[str], list[tuple[str, str, list[tuple[Element, int, int]]]], list[str]]:
+    """The text's blocks (section by section; the expand note after the prefix sections when an element is
+    marked), what each section placed, and the prefix's blocks."""
     add: dict[str, list[tuple[Element, int, tuple[Any, ...]]]] = {}
     for e in extra:
         add.setdefault(e.section, []).append((e, -1, _render_key(e)))
@@ -757,7 +874,11 @@ def _render(
     blocks: list[str] = []
     prefix_blocks: list[str] = []
     sections: list[tuple[str, str, list[tuple[Element, int, int]]]] = []
+    noted = not marked
     for name, title in SECTIONS:
+        if not noted and name not in PREFIX_SECTIONS:
+            blocks.append(EXPAND_NOTE)
+            noted = True
         entries = p.render.get(name, ())
         members = [entry for entry in entries if entry[1] < 0 or level[entry[1]] >= 0]
         if name in add or name in p.unsorted:
@@ -768,16 +889,19 @@ def _render(
         placed = [(e, i, 0 if i < 0 else level[i]) for e, i, _ in members]
         lines = [HEADERS[name]]
         for e, i, lvl in placed:
+            mark = f"[{marked[i]}] " if i in marked else ""
             if i in shown:
-                lines.append(f"- {shown[i]}\n")
+                lines.append(f"- {mark}{shown[i]}\n")
             elif e.verbatim:
                 lines.append(f"{e.texts[lvl]}\n")
             else:
-                lines.append(f"- {e.texts[lvl]}\n")
+                lines.append(f"- {mark}{e.texts[lvl]}\n")
         lines.append("\n")
         block = "".join(lines)
         blocks.append(block)
         if name in PREFIX_SECTIONS:
             prefix_blocks.append(block)
         sections.append((name, title, placed))
+    if not noted:
+        blocks.append(EXPAND_NOTE)
     return blocks, sections, prefix_blocks

@@ -12,6 +12,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from schemas.common import DOT_SEGMENTS, ID_PATTERN
+from scoring.window import HANDLE_PATTERN
 from service import idempotency
 from service.auth.principal import Principal
 from service.auth.service import authenticate
@@ -220,6 +221,15 @@ SessionIdPath = Annotated[str, Depends(_session_id)]
 EXAMPLE_ID = "0190a5c2-7d3e-7c4a-9b1e-2f6d8a4c1b00"
 ItemIdPath = Annotated[
     uuid.UUID, Path(description="The item's id, from a write's response or a listing", examples=[EXAMPLE_ID])
+]
+ItemHandlePath = Annotated[
+    str,
+    Path(
+        description="The item's id, or its handle: the end of its id (at least 8 hex digits) that a window shows "
+        "before a shortened item",
+        pattern=HANDLE_PATTERN,
+        examples=[EXAMPLE_ID, EXAMPLE_ID[-8:]],
+    ),
 ]
 EntryIdPath = Annotated[uuid.UUID, Path(description="The profile entry's id, from GET /profile", examples=[EXAMPLE_ID])]
 LimitQuery = Annotated[

@@ -112,6 +112,10 @@ class Conflict(ServiceError):
     status, slug, title = 409, "conflict", "The request conflicts with the current state"
 
 
+class AmbiguousHandle(Conflict):
+    slug, title = "ambiguous-handle", "This handle is the start of more than one item's id"
+
+
 class CorrectionRefused(Conflict):
     slug, title = "correction-refused", "This item cannot be retired by this correction"
 

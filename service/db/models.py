@@ -17,6 +17,7 @@ from sqlmodel import Field, SQLModel
 from schemas import items as s_items
 from schemas import profiles as s_profiles
 from scoring.scopes import EVERYWHERE
+from scoring.window import HANDLE_CHARS
 from scoring.window_policy import STANDING_STATUSES, STANDING_TYPES
 
 NAMING_CONVENTION = {
@@ -79,6 +80,9 @@ STANDING_ITEM = (
 SCOPED_ITEM = f"{_in('status', ACTIVE_STATUSES)} AND scope NOT IN ({', '.join(repr(s) for s in EVERYWHERE)})"
 # The turns of a conversation: episodes that name their session (relevance in context, service/recall/service.py).
 CONVERSATION_ITEM = "type = 'episode' AND session_id IS NOT NULL"
+# The end of an item's id that a handle names: the lookup by handle (service/items/repository.py, id_end)
+# repeats the expression, its length a constant, or the index does not serve it.
+HANDLE_INDEX = f"right(id::text, {HANDLE_CHARS})"
 
 
 class Tenant(SQLModel, table=True):
@@ -142,6 +146,8 @@ class ContextItem(SQLModel, table=True):
         sa.Index("ix_context_item_window", "tenant_id", "user_id", "status", "scope"),
         # Listing and cursor pagination for one user; a window's newest items.
         sa.Index("ix_context_item_user_id_order", "tenant_id", "user_id", "id"),
+        # An item found by its handle, the end of its id (service/items/repository.py, find_by_handle).
+        sa.Index("ix_context_item_handle", "tenant_id", "user_id", sa.text(HANDLE_INDEX)),
         # A window's standing candidates (service/windows/repository.py): the user's pinned kinds of item,
         # and the items of a session, task, stage or step.
         sa.Index("ix_context_item_standing", "tenant_id", "user_id", postgresql_where=sa.text(STANDING_ITEM)),

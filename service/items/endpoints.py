@@ -22,6 +22,7 @@ from service.deps import (
     ContextDep,
     CursorQuery,
     IdempotencyDep,
+    ItemHandlePath,
     ItemIdPath,
     LimitQuery,
     OrderQuery,
@@ -139,7 +140,7 @@ async def list_items(
 @router.get("/{item_id:item_id}", response_model=ItemRead, summary="Read one item, whatever its status")
 async def get_item(
     user_id: UserIdPath,
-    item_id: ItemIdPath,
+    item_id: ItemHandlePath,
     ctx: ContextDep,
     level: Annotated[
         int | None,

@@ -7,10 +7,12 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import and_, bindparam, or_, select, text, update
+from sqlalchemy import Text, and_, bindparam, func, literal_column, or_, select, text, update
+from sqlalchemy import cast as sa_cast
 from sqlalchemy.ext.asyncio import AsyncSession
-from sqlalchemy.sql import ColumnElement
+from sqlalchemy.sql import ColumnElement, Select
 
+from scoring.window import HANDLE_CHARS
 from service.db.bulk import copy_rows
 from service.db.models import ACTIVE_STATUSES, ContextItem
 
@@ -42,6 +44,34 @@ async def get_item(
     if for_update:
         stmt = stmt.with_for_update()
     return (await session.execute(stmt)).scalar_one_or_none()
+
+
+def id_end() -> ColumnElement[str]:
+    """The last ``HANDLE_CHARS`` characters of an item's id as text (hex digits: an id's last group has 12),
+    as ``ix_context_item_handle`` indexes them (``service.db.models.HANDLE_INDEX``, migration 0019): the
+    same expression, its length a constant, or the index does not serve the lookup."""
+    return func.right(sa_cast(ContextItem.id, Text), literal_column(str(HANDLE_CHARS)))
+
+
+def handle_query(*, tenant_id: str, user_id: str, handle: str, limit: int) -> Select[tuple[ContextItem]]:
+    """The statement of :func:`find_by_handle`."""
+    stmt = select(ContextItem).where(
+        ContextItem.tenant_id == tenant_id, ContextItem.user_id == user_id, id_end() == handle[-HANDLE_CHARS:]
+    )
+    if len(handle) > HANDLE_CHARS:
+        stmt = stmt.where(sa_cast(ContextItem.id, Text).endswith(handle, autoescape=True))
+    return stmt.order_by(ContextItem.id).limit(limit)
+
+
+async def find_by_handle(
+    session: AsyncSession, *, tenant_id: str, user_id: str, handle: str, limit: int
+) -> list[ContextItem]:
+    """Up to ``limit`` of the user's items whose id ends with ``handle`` (at least ``HANDLE_CHARS`` lowercase
+    hex digits and dashes, as ``scoring.window.as_handle`` gives it), by id: the index over the ids' ends
+    (``ix_context_item_handle``) finds those ending in its last ``HANDLE_CHARS`` characters, and a longer
+    handle is then matched whole."""
+    stmt = handle_query(tenant_id=tenant_id, user_id=user_id, handle=handle, limit=limit)
+    return list((await session.execute(stmt)).scalars())
 
 
 async def tombstone(

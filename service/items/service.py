@@ -19,9 +19,11 @@ from scoring.items import (
     from_the_future,
 )
 from scoring.scopes import ScopeContext, Scoped, effective, scope_ref
+from scoring.window import HANDLE_CHARS
 from service.auth.principal import Permission
 from service.context import RequestContext
 from service.errors import (
+    AmbiguousHandle,
     BatchItemInvalid,
     Forbidden,
     ItemNotFound,
@@ -132,7 +134,7 @@ async def write_items(
     if provenance is not None:
         for row, learned in zip(rows, provenance, strict=True):
             row["extracted_by"], row["evidence"] = learned.extracted_by, learned.evidence
-    attach_levels(ctx.tokenizer, user_id=user_id, rows=rows)
+    attach_levels(ctx.tokenizer, rows=rows)
     await users.ensure_user(ctx, user_id=user_id)
     plan = await resolve_rows(
         ctx.session, principal=ctx.principal, user_id=user_id, rows=rows, now=ctx.now, batch=batch
@@ -280,11 +282,11 @@ def _resolved(row: dict[str, Any]) -> bool:
     return row["key"] is not None or row["corrects"] is not None
 
 
-def attach_levels(tokenizer: Tokenizer, *, user_id: str, rows: Sequence[dict[str, Any]]) -> None:
+def attach_levels(tokenizer: Tokenizer, *, rows: Sequence[dict[str, Any]]) -> None:
     """Derive L1..L4 for each row and count them in one tokenizer call (scoring/compress.py). A level
     that is the content itself (a short item, a text with nothing to leave out) takes the content's count,
     and ``count_many`` counts a text that repeats (L3 is L2 for prose without a key) once."""
-    derived = [derive_row_levels(r, user_id) for r in rows]
+    derived = [derive_row_levels(r) for r in rows]
     pending = [t for row, texts in zip(rows, derived, strict=True) for t in texts if t != row["content"]]
     counted = iter(tokenizer.count_many(pending))
     for row, texts in zip(rows, derived, strict=True):
@@ -294,29 +296,59 @@ def attach_levels(tokenizer: Tokenizer, *, user_id: str, rows: Sequence[dict[str
         row["level_texts"], row["level_tokens"] = all_texts[1:], all_tokens[1:]
 
 
-async def get_item(ctx: RequestContext, *, user_id: str, item_id: uuid.UUID, level: int | None = None) -> ItemRead:
-    """One item, whatever its status; with ``level``, also its text at that compression level (what a model
-    that sees the item's index line in a window asks for to expand it)."""
+# How many of the items a handle starts an ambiguous-handle problem lists.
+AMBIGUOUS_LISTED: Final = 10
+
+
+async def get_item(
+    ctx: RequestContext, *, user_id: str, item_id: uuid.UUID | str, level: int | None = None
+) -> ItemRead:
+    """One item, whatever its status, by its id or its handle (the end of its id, as a window shows it before
+    a shortened item); with ``level``, also its text at that compression level (what a model that sees a
+    shortened item asks for to expand it: 0 is the whole text). A handle that ends several of the user's
+    ids is refused, listing them."""
     principal = ctx.principal
     principal.require(Permission.ITEMS_READ)
-    item = await repository.get_item(ctx.session, tenant_id=principal.tenant_id, user_id=user_id, item_id=item_id)
-    if item is None:
+    handle = str(item_id).lower()
+    try:
+        exact: uuid.UUID | None = uuid.UUID(handle)
+    except ValueError:
+        exact = None
+    if exact is not None:
+        one = await repository.get_item(ctx.session, tenant_id=principal.tenant_id, user_id=user_id, item_id=exact)
+        found = [one] if one is not None else []
+    else:
+        found = await repository.find_by_handle(
+            ctx.session, tenant_id=principal.tenant_id, user_id=user_id, handle=handle, limit=AMBIGUOUS_LISTED
+        )
+    if not found:
         raise ItemNotFound(f"no item {item_id} for user {user_id!r}")
+    if len(found) > 1:
+        ids = [str(i.id) for i in found]
+        raise AmbiguousHandle(
+            f"{item_id!r} ends {'at least ' if len(ids) == AMBIGUOUS_LISTED else ''}{len(ids)} of user "
+            f"{user_id!r}'s item ids; ask again with more of the id (the listed candidates)",
+            candidates=ids,
+        )
+    item = found[0]
     read = ItemRead.model_validate(item)
     if level is None:
         return read
-    texts, tokens = item_levels(item.model_dump(), user_id=user_id, count=ctx.tokenizer.count)
-    return read.model_copy(update={"at_level": LevelText(level=level, text=texts[level], tokens=tokens[level])})
+    texts, tokens = item_levels(item.model_dump(), count=ctx.tokenizer.count)
+    text, n = texts[level], tokens[level]
+    if text != texts[0]:  # shortened: named by its handle, as a window shows it, unless the whole is shorter
+        marked = f"[{str(item.id)[-HANDLE_CHARS:]}] {text}"
+        n_marked = ctx.tokenizer.count(marked)
+        text, n = (marked, n_marked) if n_marked < tokens[0] else (texts[0], tokens[0])
+    return read.model_copy(update={"at_level": LevelText(level=level, text=text, tokens=n)})
 
 
-def item_levels(
-    row: Mapping[str, Any], *, user_id: str, count: Callable[[str], int]
-) -> tuple[tuple[str, ...], tuple[int, ...]]:
+def item_levels(row: Mapping[str, Any], *, count: Callable[[str], int]) -> tuple[tuple[str, ...], tuple[int, ...]]:
     """L0..L4 texts and tokens of a stored item: as stored at write time, or derived for a row from before
     levels were stored."""
     if row["level_texts"] is not None and row["level_tokens"] is not None:
         return (row["content"], *row["level_texts"]), (row["token_cost"], *row["level_tokens"])
-    derived = derive_row_levels(row, user_id)
+    derived = derive_row_levels(row)
     texts, tokens = assemble_levels(row["content"], row["token_cost"], derived, [count(t) for t in derived])
     return tuple(texts), tuple(tokens)
 

@@ -22,7 +22,7 @@ from scoring.items import AUTHORITY_RANK
 from scoring.profile import effective_profile
 from scoring.relevance import whole_days
 from scoring.scopes import SCOPE_ORDER, ScopeContext, Scoped, effective
-from scoring.window import Element, Memos, Prepared, pinned_element, prepare, profile_element
+from scoring.window import Element, Memos, Prepared, handle_costs, pinned_element, prepare, profile_element
 from scoring.window_policy import (
     STANDING_STATUSES,
     STANDING_TYPES,
@@ -64,14 +64,15 @@ def item_element(
         )
     if pinned:
         return pinned_element(rid, section, row["content"], reason, count, order=order)
-    texts, tokens = item_levels(row, user_id=user_id, count=count)
+    texts, tokens = item_levels(row, count=count)
     value = model.item_value(
         section,
         authority_rank=AUTHORITY_RANK[row["authority"]],
         confidence=float(row["confidence"]),
         age_days=day - whole_days(row["observed_at"]),
     )
-    return Element(rid, section, texts, tokens, reason=reason, value=value, order=order)
+    marks = handle_costs(rid, texts, tokens, count)
+    return Element(rid, section, texts, tokens, reason=reason, value=value, order=order, handle_tokens=marks)
 
 
 class Variant:

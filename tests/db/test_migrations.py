@@ -217,3 +217,47 @@ async def test_cjk_terms_in_postgresql_are_the_pure_rule_and_0018_reindexes_both
     await migrate.upgrade(empty_db.engine)
     again = await indexed()
     assert again[zh.id][0] == up[zh.id][0] and again[zh.id][1] > down[zh.id][1] and again[en.id] == up[en.id]
+
+
+async def test_0019_adds_the_handle_index_over_items_written_before_it_and_drops_it_on_the_way_down(
+    empty_db: Database,
+) -> None:
+    """Migration 0019 indexes the end of every item's id (ix_context_item_handle, HANDLE_INDEX of the
+    models), items written before it included; its downgrade drops the index."""
+    await migrate.upgrade(empty_db.engine, "20261203_0018")
+
+    async def handle_index() -> str | None:
+        async with empty_db.engine.connect() as conn:
+            found = await conn.execute(
+                text("SELECT indexdef FROM pg_indexes WHERE indexname = 'ix_context_item_handle'")
+            )
+            return found.scalar()
+
+    async with empty_db.engine.begin() as conn:
+        await conn.execute(text("INSERT INTO tenant (id, created_at) VALUES ('t-h', now())"))
+        await conn.execute(
+            text("INSERT INTO end_user (tenant_id, user_id, created_at, updated_at) VALUES ('t-h', 'u', now(), now())")
+        )
+        await conn.execute(
+            text(
+                "INSERT INTO context_item (id, tenant_id, user_id, type, content, source, authority, scope, hard,"
+                " kind, status, confidence, observed_at, created_at, updated_at, token_cost, token_model)"
+                " VALUES ('0190a5c2-7d3e-7c4a-9b1e-2f6d8a4c1b00', 't-h', 'u', 'fact', 'x', 'user', 'user', 'user',"
+                " false, 'fact', 'available', 1, now(), now(), now(), 1, 'o200k_base')"
+            )
+        )
+    assert await handle_index() is None
+    await migrate.upgrade(empty_db.engine)
+    definition = await handle_index()
+    assert definition is not None and '(tenant_id, user_id, "right"((id)::text, 8))' in definition, definition
+    async with empty_db.engine.connect() as conn:
+        ids = (
+            await conn.execute(
+                text("SELECT id::text FROM context_item WHERE tenant_id = 't-h' AND user_id = 'u'"
+                     " AND right(id::text, 8) = '8a4c1b00'")
+            )
+        ).scalars().all()  # fmt: skip
+    assert ids == ["0190a5c2-7d3e-7c4a-9b1e-2f6d8a4c1b00"]
+    await migrate.downgrade(empty_db.engine, "20261203_0018")
+    assert await handle_index() is None
+    assert await migrate.current_revision(empty_db.engine) == "20261203_0018"

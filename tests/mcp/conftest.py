@@ -27,7 +27,9 @@ async def mcp_keys(mcp_live: Live) -> Keys:
 def mcp_env(**settings: str) -> dict[str, str]:
     """The parent's environment without its CTXMEM_* settings, plus ``settings`` (CTXMEM_URL, CTXMEM_API_KEY…)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("CTXMEM_")}
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (settings.pop("PYTHONPATH", ""), str(ROOT)) if p)
+    # The checkout's SDK, not an installed one: the child runs the code under test.
+    paths = (settings.pop("PYTHONPATH", ""), str(ROOT / "sdk" / "python"), str(ROOT))
+    env["PYTHONPATH"] = os.pathsep.join(p for p in paths if p)
     env.update(settings)
     return env
 

@@ -92,6 +92,8 @@ async def test_tools_and_a_round_trip(mcp_live: Live, mcp_keys: Keys, tmp_path: 
         original = structured(await session.call_tool("expand", {"item_id": item_id, "level": 0}))
         assert original["text"] == content and original["level"] == 0
         index = structured(await session.call_tool("expand", {"item_id": item_id, "level": 4}))
+        by_handle = structured(await session.call_tool("expand", {"item_id": item_id[-8:], "level": 0}))
+        assert by_handle["text"] == content and by_handle["id"] == item_id
         assert index["level"] == 4 and index["text"] and index["tokens"] <= original["tokens"]
 
         window = structured(

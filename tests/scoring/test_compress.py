@@ -441,8 +441,6 @@ def test_terms() -> None:
 
 def levels(content: str, **kw: object) -> list[str]:
     args: dict[str, object] = {
-        "item_id": "i1",
-        "user_id": "u1",
         "item_type": "episode",
         "content": content,
         "key": None,

@@ -19,7 +19,7 @@ from scoring.extraction import (
     said_key,
     service_spans,
 )
-from scoring.window import HEADERS
+from scoring.window import EXPAND_NOTE, HEADERS
 
 
 def test_a_quote_is_found_across_whitespace_and_unicode_forms() -> None:
@@ -73,6 +73,26 @@ def test_only_grounded_quotes_of_user_messages_outside_the_services_text_pass() 
     assert check(Proposal(2, "fact", "Oslo"), batch).reason == "not_user_message"  # type: ignore[union-attr]
     assert check(Proposal(3, "fact", "cache decision"), batch).reason == "service_text"  # type: ignore[union-attr]
     assert isinstance(check(Proposal(0, "fact", "Thanks!"), batch), Grounded)  # after the block: the user's again
+
+
+def test_a_window_with_handles_read_back_is_the_services_text() -> None:
+    """A window pasted back as it is now: the note on handles, shortened lines starting with their handle and
+    an index line without a URL are the service's text; the user's own words around it are not."""
+    window = (
+        EXPAND_NOTE
+        + HEADERS["facts"]
+        + "- [4c1b0a2e] The cache is Memcached.\n- [0f3e9d21] [ctx: cache decision, 240 tokens]\n\n"
+    )
+    batch = _batch(("user", "I live in Oslo.\n" + window + "Thanks!"), ("user", "See [ctx: fact: x, 9 tokens]."))
+    for p in (
+        Proposal(0, "fact", "expand(id) returns its whole text"),
+        Proposal(0, "fact", "The cache is Memcached"),
+        Proposal(0, "decision", "cache decision"),
+        Proposal(1, "fact", "fact: x, 9 tokens"),
+    ):
+        assert check(p, batch).reason == "service_text", p  # type: ignore[union-attr]
+    assert isinstance(check(Proposal(0, "fact", "I live in Oslo"), batch), Grounded)
+    assert isinstance(check(Proposal(0, "fact", "Thanks!"), batch), Grounded)
 
 
 def test_malformed_proposals_are_refused_before_anything_else() -> None:

@@ -35,9 +35,11 @@ def el(
     group: str | None = None,
     repeats: str | None = None,
     tokens_of: Callable[[str], int] = count,
+    handled: bool = False,
 ) -> Element:
     levels = (text, text[: max(1, len(text) // 2)], text[: max(1, len(text) // 5)], text[:40], f"[ctx {eid}]")
     tokens = tuple(tokens_of(t) for t in levels)
+    marks = W.handle_costs(eid, levels, tokens, tokens_of) if handled and not pinned else ()
     return Element(
         eid,
         section,
@@ -49,6 +51,7 @@ def el(
         order=(T0 + timedelta(minutes=importance), eid),
         group=group,
         repeats=repeats,
+        handle_tokens=marks,
     )
 
 
@@ -80,6 +83,7 @@ def scenarios(draw: st.DrawFn) -> tuple[list[Element], list[dict[str, Any]], int
                 pinned=draw(st.booleans()) and draw(st.booleans()),
                 importance=draw(st.integers(0, 5)),
                 group=draw(st.sampled_from([None, None, "g1", "g2"])),
+                handled=draw(st.booleans()),
             )
         )
     messages: list[dict[str, Any]] = []
@@ -471,3 +475,80 @@ def test_a_compressed_item_the_query_matches_shows_its_matching_sentences() -> N
     assert "Kafka cluster keeps seven days" in focused.text and focused.used <= budget
     reason = next(p.reason for s in focused.sections for p in s.items if p.id == "long")
     assert "the sentences that match the query" in reason
+
+
+def _uuid(n: int) -> str:
+    return f"0190a5c2-7d3e-7c4a-9b1e-{n:012x}"
+
+
+def test_every_shortened_item_names_its_handle_once_the_note_says_how_to_expand() -> None:
+    """Eight long tool facts under a tight budget: each shortened line starts with its handle (the id's last
+    8 hex digits), whole lines carry none, and the note comes once, after the cache-friendly prefix."""
+    facts = [
+        el(
+            _uuid(0xA0000 + i),
+            "tool_results",
+            f"Review {i} of the orders replica lag, finding {i}: " + "the replica fell behind by seconds. " * 30,
+            importance=i % 3,
+            handled=True,
+        )
+        for i in range(8)
+    ]
+    base = [el("input", "input", "what did the reviews find?", pinned=True), el("r", "rules", "Be terse.", pinned=True)]
+    whole = run([*base, *facts], [], 100_000)
+    assert isinstance(whole, WindowOut) and whole.mode == "full"
+    assert W.EXPAND_NOTE not in whole.text and "[000" not in whole.text
+    out = run([*base, *facts], [], whole.used // 3)
+    assert isinstance(out, WindowOut) and out.used <= whole.used // 3
+    levels = levels_of(out)
+    shortened = [f.id for f in facts if levels.get(f.id, 0) > 0]
+    assert shortened
+    lines = out.text.splitlines()
+    for f in facts:
+        mine = [ln for ln in lines if f.id[-8:] in ln]
+        if levels.get(f.id, -1) > 0:
+            assert len(mine) == 1 and mine[0].startswith(f"- [{f.id[-8:]}] ")
+        else:
+            assert not mine
+    assert out.text.count(W.EXPAND_NOTE) == 1
+    assert out.text.startswith(out.prefix) and out.text[len(out.prefix) :].startswith(W.EXPAND_NOTE)
+    # The handle is paid in the element's line: what the sections report adds up to what the text costs.
+    assert sum(s.tokens for s in out.sections) + count(W.EXPAND_NOTE) >= count(out.text) - len(out.sections)
+
+
+def test_handles_are_stable_and_lengthen_only_where_a_window_holds_two_alike() -> None:
+    ids = [_uuid(0x1_0000_1111), _uuid(0x2_0000_1111), _uuid(0x3)]
+    named = W.handles(ids)
+    assert named[ids[2]] == ids[2][-8:]
+    assert named[ids[0]] == ids[0][-9:] and named[ids[1]] == ids[1][-9:]
+    assert len(set(named.values())) == 3 and all(i.endswith(h) for i, h in named.items())
+    assert W.handles([ids[0], ids[2]]) == {ids[0]: ids[0][-8:], ids[2]: ids[2][-8:]}
+
+
+def test_handle_costs_count_the_handle_only_on_shortened_levels() -> None:
+    texts = ("a long text " * 20, "a long text", "a long text " * 20, "key = 1", "[ctx: x, 60 tokens]")
+    costs = W.handle_costs(_uuid(7), texts, [count(t) for t in texts], count)
+    assert costs[0] == 0 and costs[2] == 0  # L0, and a level that is the whole text: nothing to expand
+    assert all(c > 0 for c in (costs[1], costs[3], costs[4]))
+
+
+def test_a_text_is_a_handle_only_when_it_is_the_end_of_an_id() -> None:
+    """What search takes as a handle: the last 8 or more characters of an id as text, bare or as a window
+    shows it in brackets, in any case; every handle ``handles`` gives is one."""
+    iid = _uuid(0x4C1B0A2E)
+    for text in (iid[-8:], f"[{iid[-8:]}]", f"  {iid[-8:].upper()} ", iid[-13:], iid[-20:], iid, f"[{iid}]"):
+        handle = W.as_handle(text)
+        assert handle is not None and iid.endswith(handle), text
+    assert all(W.as_handle(h) == h for h in W.handles([iid, _uuid(0x1_4C1B0A2E)]).values())
+    not_handles = (
+        iid[-7:],  # too short
+        iid + "0",  # too long
+        "2026-12-03",  # a date: its dashes are not where an id has them
+        "4c1b-0a2e",
+        "deadbeefs",  # not hex
+        "expand 4c1b0a2e",  # a sentence holding a handle
+        "[4c1b0a2e",
+        "0190a5c27d3e7c4a9b1e2f6d8a4c1b00",  # 32 hex digits: a window never shows an id without its dashes
+        "",
+    )
+    assert [t for t in not_handles if W.as_handle(t) is not None] == []

@@ -49,6 +49,7 @@ async def test_every_async_method_against_the_live_service(live: Live, keys: Key
         assert len(page.items) == 2 and page.next_cursor
         assert [i.id async for i in me.iter_items(limit=2, order="asc")] == [hard.id] + [i.id for i in batch.items]
         assert (await me.get_item(hard.id, level=0)).at_level is not None
+        assert await me.expand(str(hard.id)[-8:]) == hard.content
         assert (await me.delete_item(batch.items[0].id)).status == "deleted"
         with pytest.raises(ItemNotFound):
             await me.get_item(uuid.uuid4())

@@ -54,6 +54,8 @@ def test_items_write_read_list_delete(live: Live, keys: Keys) -> None:
         assert got.id == hard.id and got.at_level is None
         at = alice.get_item(str(hard.id), level=4)
         assert at.at_level is not None and at.at_level.level == 4 and at.at_level.tokens > 0
+        # expand: the whole text by the handle a window shows before a shortened line (the id's end), or the id.
+        assert alice.expand(str(hard.id)[-8:]) == alice.expand(hard.id) == hard.content
 
         deleted = alice.delete_item(batch.items[0].id)
         assert deleted.status == "deleted" and deleted.deleted_at is not None

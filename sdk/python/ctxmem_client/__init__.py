@@ -14,6 +14,7 @@ from ctxmem_client._retry import RetryPolicy
 from ctxmem_client.async_client import AsyncClient, AsyncUser
 from ctxmem_client.client import Client, User
 from ctxmem_client.errors import (
+    AmbiguousHandle,
     BadRequest,
     BatchItemInvalid,
     BatchTooLarge,
@@ -46,6 +47,7 @@ from ctxmem_client.errors import (
 from ctxmem_client.models import Window
 
 __all__ = [
+    "AmbiguousHandle",
     "AsyncClient",
     "AsyncUser",
     "BadRequest",

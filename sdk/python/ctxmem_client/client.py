@@ -175,6 +175,12 @@ class User:
         """One item whatever its status; with ``level`` (0-4) also ``at_level``, its text at that level."""
         return self.client.send(calls.get_item(self._path, item_id, level=level))
 
+    def expand(self, handle: uuid.UUID | str) -> str:
+        """The whole text of the item a window names by ``handle`` (the ``[id]`` before a shortened line: the
+        end of the item's id) or by its id. An ambiguous handle raises the 409 ``ambiguous-handle``."""
+        item = self.get_item(handle, level=0)
+        return item.content if item.at_level is None else item.at_level.text
+
     def delete_item(self, item_id: uuid.UUID | str) -> Item:
         return self.client.send(calls.delete_item(self._path, item_id))
 

@@ -89,6 +89,10 @@ class Conflict(CtxmemError):
     """409: the request conflicts with the current state."""
 
 
+class AmbiguousHandle(Conflict):
+    """409: a handle ends several of the user's item ids; ``problem["candidates"]`` lists them."""
+
+
 class CorrectionRefused(Conflict):
     pass
 
@@ -187,6 +191,7 @@ SLUG_CLASSES: dict[str, type[CtxmemError]] = {
     "not-acceptable": CtxmemError,
     "request-timeout": CtxmemError,
     "conflict": Conflict,
+    "ambiguous-handle": AmbiguousHandle,
     "correction-refused": CorrectionRefused,
     "job-running": JobRunning,
     "idempotency-in-progress": IdempotencyInProgress,

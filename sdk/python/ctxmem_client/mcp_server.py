@@ -32,13 +32,13 @@ T = TypeVar("T")
 
 INSTRUCTIONS = (
     "Long-term memory of the user you are working for (the server is bound to one user; you cannot choose "
-    "another). Call `search` before answering from memory and `expand` to read an item whose index line is too "
-    "short; `remember` facts, decisions, tool results and the user's constraints (hard=true) worth keeping; "
-    "`observe` what the user reveals about their goals, abilities, preferences and style, and `confirm` or "
-    "`reject` a profile entry when the user says yes or no to it. `extract` learns from a conversation by itself "
-    "(the user's constraints, preferences, facts, goals and decisions, in their own words); `extract_session` from "
-    "a stored one. `window` assembles the context of the next model call. The profile is the resource "
-    "ctxmem://profile."
+    "another). Call `search` before answering from memory and `expand` with the [id] before a shortened line of a "
+    "window to read the whole item; `remember` facts, decisions, tool results and the user's constraints "
+    "(hard=true) worth keeping; `observe` what the user reveals about their goals, abilities, preferences and "
+    "style, and `confirm` or `reject` a profile entry when the user says yes or no to it. `extract` learns from a "
+    "conversation by itself (the user's constraints, preferences, facts, goals and decisions, in their own "
+    "words); `extract_session` from a stored one. `window` assembles the context of the next model call. The "
+    "profile is the resource ctxmem://profile."
 )
 DEFAULT_WINDOW_TOKENS = 4000
 
@@ -291,7 +291,9 @@ def build_server(user: AsyncUser, *, session_id: str | None = None) -> MCPServer
 
     @server.tool()
     async def search(
-        query: Annotated[str, Field(description="What to look for, in words")],
+        query: Annotated[
+            str, Field(description="What to look for, in words; or a window's [id] alone, whose item then comes first")
+        ],
         limit: Annotated[int, Field(ge=1, le=100, description="At most this many hits")] = 10,
         types: Annotated[list[ItemType] | None, Field(description="Only items of these types")] = None,
         budget: Annotated[int | None, Field(ge=1, description="At most this many tokens of content in all")] = None,
@@ -309,7 +311,14 @@ def build_server(user: AsyncUser, *, session_id: str | None = None) -> MCPServer
 
     @server.tool()
     async def expand(
-        item_id: Annotated[uuid.UUID, Field(description="An item's id (from search or a window's index line)")],
+        item_id: Annotated[
+            str,
+            Field(
+                description="An item's id (from search) or its handle: the [id] a window puts before a shortened "
+                "item (the end of the id)",
+                pattern=r"^[0-9a-fA-F-]{8,36}$",
+            ),
+        ],
         level: Annotated[
             int, Field(ge=0, le=4, description="0 original, 1 condensed, 2 summary, 3 key fields, 4 index line")
         ] = 0,

@@ -12,10 +12,13 @@ from typing import Any
 import httpx
 import pytest
 from fastapi import FastAPI
+from sqlalchemy import text
+from sqlalchemy.dialects.postgresql.asyncpg import dialect as asyncpg_dialect
 
 from schemas.items import ItemCreate
+from service.db.engine import Database, driver_connection
 from service.errors import BatchTooLarge, Forbidden, ItemNotFound, ServiceError, ValidationFailed
-from service.items import service
+from service.items import repository, service
 from service.items.service import ItemQuery
 from tests.conftest import TenantKeys
 from tests.service.service_context import service_context
@@ -227,14 +230,14 @@ def _stored_row(content: str, **fields: Any) -> dict[str, Any]:
 
 def test_item_levels_are_what_was_stored_at_write_time() -> None:
     row = _stored_row("the whole text", level_texts=["c1", "c2", "c3", "c4"], level_tokens=[1, 1, 1, 1])
-    texts, tokens = service.item_levels(row, user_id="u", count=lambda t: len(t.split()))
+    texts, tokens = service.item_levels(row, count=lambda t: len(t.split()))
     assert texts == ("the whole text", "c1", "c2", "c3", "c4")
     assert tokens == (3, 1, 1, 1, 1)
 
 
 def test_item_levels_of_a_row_from_before_levels_were_stored_are_derived_and_never_grow() -> None:
     content = "We chose Redis for the session cache. It was cheaper to run. Thanks for the help with it!"
-    texts, tokens = service.item_levels(_stored_row(content), user_id="u", count=lambda t: len(t.split()))
+    texts, tokens = service.item_levels(_stored_row(content), count=lambda t: len(t.split()))
     assert texts[0] == content and len(texts) == len(tokens) == 5
     assert list(tokens) == sorted(tokens, reverse=True)  # each level at most as long as the one before
     assert "Redis" in texts[1]
@@ -265,3 +268,90 @@ async def test_get_item_at_a_level_returns_that_levels_text(client: httpx.AsyncC
     for bad in ("5", "-1", "x"):
         r = await client.get(f"/v1/users/lv/items/{iid}", params={"level": bad}, headers=tenant.agent)
         assert r.status_code == 422 and "level" in r.text, r.text
+
+
+async def test_get_item_by_handle_expands_a_shortened_item(
+    client: httpx.AsyncClient, tenant: TenantKeys, db: Database
+) -> None:
+    """A handle is the end of an item's id (what a window shows before a shortened item): unique → the item,
+    ending several of the user's ids → 409 ambiguous-handle listing them, ending none → 404."""
+    content = "Review 3 of the orders replica lag, finding 0: " + "the replica fell behind by 40 seconds. " * 40
+    r = await client.post("/v1/users/hd/items", json={"type": "tool_result", "content": content}, headers=tenant.agent)
+    assert r.status_code == 201, r.text
+    iid = r.json()["id"]
+    handle = iid[-8:]
+    for ref in (handle, handle.upper(), iid[-13:], iid):
+        got = await client.get(f"/v1/users/hd/items/{ref}", params={"level": 0}, headers=tenant.agent)
+        assert got.status_code == 200, got.text
+        assert got.json()["id"] == iid and got.json()["at_level"]["text"] == content
+    # L4 of a long item is its index line, named by its handle as a window shows it.
+    l4 = (await client.get(f"/v1/users/hd/items/{handle}", params={"level": 4}, headers=tenant.agent)).json()
+    assert l4["at_level"]["text"].startswith(f"[{handle}] [ctx: tool_result: Review 3 of the")
+    # Another user's handle names nothing here; nor does a handle of no item.
+    assert (await client.get(f"/v1/users/other/items/{handle}", headers=tenant.agent)).status_code == 404
+    missing = await client.get("/v1/users/hd/items/deadbeef", headers=tenant.agent)
+    assert missing.status_code == 404 and missing.json()["type"] == "urn:ctxmem:problem:item-not-found"
+    for bad in ("abc", "not-hex-at-all", "0" * 37):
+        assert (await client.get(f"/v1/users/hd/items/{bad}", headers=tenant.agent)).status_code == 422
+    # A second item whose id ends alike (copied in SQL: ids are made by the service) makes the handle ambiguous.
+    # its last group ends alike and starts otherwise, so a 12-digit handle still names one item
+    twin = "0190a5c2-0000-7000-8000-" + ("1111" if iid[-12:-8] == "0000" else "0000") + handle
+    async with db.engine.begin() as conn:
+        await conn.execute(
+            text(
+                "INSERT INTO context_item SELECT (jsonb_populate_record(NULL::context_item,"
+                " to_jsonb(c) || jsonb_build_object('id', CAST(:twin AS text)))).* FROM context_item c WHERE id = :id"
+            ),
+            {"twin": twin, "id": uuid.UUID(iid)},
+        )
+    amb = await client.get(f"/v1/users/hd/items/{handle}", params={"level": 0}, headers=tenant.agent)
+    assert amb.status_code == 409 and amb.headers["content-type"].startswith("application/problem+json")
+    body = amb.json()
+    assert body["type"] == "urn:ctxmem:problem:ambiguous-handle" and sorted(body["candidates"]) == sorted([iid, twin])
+    assert "more of the id" in body["detail"]
+    longer = await client.get(f"/v1/users/hd/items/{iid[-13:]}", headers=tenant.agent)
+    assert longer.status_code == 200 and longer.json()["id"] == iid
+
+
+async def test_a_handle_is_found_by_its_index_not_by_reading_the_users_items(db: Database, tenant: TenantKeys) -> None:
+    """GET …/items/{handle} and a search for a handle probe ix_context_item_handle (tenant, user, the id's last
+    8 characters) for a user of 20,000 items, in the plan made for the values and in the generic one a
+    prepared statement may run, for a handle of 8 characters and a longer one."""
+    async with db.sessionmaker() as s:
+        driver = await driver_connection(s)
+        await driver.execute(
+            "INSERT INTO end_user (tenant_id, user_id, created_at, updated_at) VALUES ($1, 'many', now(), now())",
+            tenant.tenant_id,
+        )
+        await driver.execute(
+            """
+            INSERT INTO context_item (id, tenant_id, user_id, type, content, source, authority, scope, hard, kind,
+                                      status, confidence, observed_at, created_at, updated_at, token_cost, token_model)
+            SELECT ctxmem_uuid7(), $1, 'many', 'fact', 'note ' || g, 'user', 'user', 'user', false, 'fact',
+                   'available', 0.9, now(), now(), now(), 2, 'o200k_base'
+            FROM generate_series(1, 20000) g
+            """,
+            tenant.tenant_id,
+        )
+        await driver.execute("ANALYZE context_item")
+        some = str(await driver.fetchval("SELECT id FROM context_item WHERE tenant_id = $1 LIMIT 1", tenant.tenant_id))
+        for handle in (some[-8:], some[-13:]):
+            found = await repository.find_by_handle(
+                s, tenant_id=tenant.tenant_id, user_id="many", handle=handle, limit=10
+            )
+            assert [str(i.id) for i in found] == [some]
+            stmt = repository.handle_query(tenant_id=tenant.tenant_id, user_id="many", handle=handle, limit=10)
+            compiled = stmt.compile(dialect=asyncpg_dialect())
+            sql, values = str(compiled), [compiled.params[k] for k in compiled.positiontup or ()]
+            bound = ", ".join("'" + str(v).replace("'", "''") + "'" for v in values)
+            plans = []
+            for mode in ("force_custom_plan", "force_generic_plan"):
+                await driver.execute(f"SET plan_cache_mode = {mode}")
+                await driver.execute(f"PREPARE by_handle AS {sql}")
+                try:
+                    plans.append("\n".join(r[0] for r in await driver.fetch(f"EXPLAIN EXECUTE by_handle({bound})")))
+                finally:
+                    await driver.execute("DEALLOCATE by_handle")
+            await driver.execute("RESET plan_cache_mode")
+            for plan in plans:
+                assert "ix_context_item_handle" in plan and "Seq Scan" not in plan, plan

@@ -148,9 +148,9 @@ def test_level_counts_are_those_of_counting_every_level(tmp_path: Path) -> None:
             }
         )
     rows.append({**rows[0], "id": uuid.uuid4(), "content": "short", "token_cost": tokenizer.count("short")})
-    attach_levels(tokenizer, user_id="u", rows=rows)
+    attach_levels(tokenizer, rows=rows)
     for row in rows:
-        derived = derive_row_levels(row, "u")
+        derived = derive_row_levels(row)
         texts, tokens = assemble_levels(
             row["content"], row["token_cost"], derived, [tokenizer.count(t) for t in derived]
         )

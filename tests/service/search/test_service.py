@@ -4,12 +4,15 @@ parts and why they matched, the request's filters and budget, and clear 4xx for 
 
 from __future__ import annotations
 
+import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
+from sqlalchemy import text
 
 from schemas.search import SearchResponse
+from service.db.engine import Database
 from service.vectors.recall import VectorRecall
 from tests.conftest import TenantKeys
 
@@ -140,6 +143,51 @@ async def test_what_cannot_be_searched_is_a_422_that_says_how_to_fix_it(
         assert r.status_code == 422, (body, r.text)
         assert r.headers["content-type"].startswith("application/problem+json")
         assert says in r.text, (body, r.text)
+
+
+async def test_a_query_that_is_a_handle_finds_its_item_first(
+    client: httpx.AsyncClient, tenant: TenantKeys, vectors: VectorRecall, db: Database
+) -> None:
+    """A query that is exactly a handle (the end of an id, as a window shows it before a shortened item)
+    finds that item first, saying so; the rankings' hits follow. The request's filters still apply, and a
+    handle that ends several of the user's ids finds them all first."""
+    lag, lunch, *_ = await seed(client, tenant, vectors, "s7")
+    handle = lag[-8:]
+    for query in (handle, f"[{handle}]", f" {handle.upper()} ", lag[-13:], lag):
+        out = await search(client, tenant, "s7", query=query)
+        first, *rest = out["items"]
+        assert first["item"]["id"] == lag and first["score"] == 1.0, query
+        assert first["why"] == f"handle: its id ends with {query.strip(' []').lower()}", first["why"]
+        assert lag not in [h["item"]["id"] for h in rest]
+    assert (await search(client, tenant, "s7", query=handle, limit=1))["items"][0]["item"]["id"] == lag
+    cost = first["item"]["token_cost"]
+    assert [h["item"]["id"] for h in (await search(client, tenant, "s7", query=handle, budget=cost))["items"]] == [lag]
+    # Not a handle: a sentence holding one, or another user's; filtered out: not of the types asked for.
+    for user, query, more in (
+        ("s7", f"expand {handle}", {}),
+        ("s7-other", handle, {}),
+        ("s7", handle, {"types": ["fact"]}),
+    ):
+        out = await search(client, tenant, user, query=query, **more)
+        assert all(not h["why"].startswith("handle:") and h["item"]["id"] != lag for h in out["items"]), query
+    # A deleted item is not searched, even by its handle (GET …/items/{handle} reads it).
+    assert (await client.delete(f"/v1/users/s7/items/{lunch}", headers=tenant.agent)).status_code == 200
+    assert lunch not in [h["item"]["id"] for h in (await search(client, tenant, "s7", query=lunch[-8:]))["items"]]
+    # A second item whose id ends alike (copied in SQL: ids are made by the service): both come first, by id.
+    # its last group ends alike and starts otherwise, so a 12-digit handle still names one item
+    twin = "0190a5c2-0000-7000-8000-" + ("1111" if lag[-12:-8] == "0000" else "0000") + handle
+    async with db.engine.begin() as conn:
+        await conn.execute(
+            text(
+                "INSERT INTO context_item SELECT (jsonb_populate_record(NULL::context_item,"
+                " to_jsonb(c) || jsonb_build_object('id', CAST(:twin AS text)))).* FROM context_item c WHERE id = :id"
+            ),
+            {"twin": twin, "id": uuid.UUID(lag)},
+        )
+    both = (await search(client, tenant, "s7", query=handle))["items"][:2]
+    assert [h["item"]["id"] for h in both] == sorted([lag, twin])
+    assert all(h["why"].endswith("as 2 of the user's ids do (ask with more of the id)") for h in both), both
+    assert (await search(client, tenant, "s7", query=lag[-13:]))["items"][0]["item"]["id"] == lag
 
 
 ZH_RELEVANT = "运维团队太小，用不了 Redis 集群，只能先用单机版。"

@@ -77,17 +77,20 @@ async def test_pressure_compresses_then_compacts(client: httpx.AsyncClient, tena
         tenant,
         [{"type": "constraint", "content": "Do not recommend Redis Cluster.", "hard": True, "source": "user"}]
         + [
-            {"type": "tool_result", "content": f"Benchmark run {i}: " + "latency numbers " * 40, "source": "tool"}
+            {"type": "tool_result", "content": f"Benchmark run {i}: " + "latency numbers " * 200, "source": "tool"}
             for i in range(20)
         ],
     )
     full = (await window(client, tenant, max_tokens=100_000)).json()
     assert full["mode"] == "full"
-    mid_r = await window(client, tenant, max_tokens=full["tokens"]["used"] // 2)
+    # Condensing pays for a shortened line's handle only on long items (these are ~400 tokens); condensed
+    # and whole are then worth about the same per token, so pressure condenses some and may drop one.
+    mid_r = await window(client, tenant, max_tokens=full["tokens"]["used"] * 3 // 4)
     assert mid_r.status_code == 200, mid_r.text
     mid = mid_r.json()
-    assert mid["mode"] == "balanced"
-    assert mid["tokens"]["used"] <= full["tokens"]["used"] // 2
+    assert mid["mode"] in ("balanced", "compact")
+    assert any(0 < p["level"] < 4 for s in mid["sections"] for p in s["items"])
+    assert mid["tokens"]["used"] <= full["tokens"]["used"] * 3 // 4
     tight = (await window(client, tenant, max_tokens=400)).json()
     assert tight["mode"] == "compact"
     assert tight["tokens"]["used"] <= 400
@@ -271,3 +274,32 @@ async def item(client: httpx.AsyncClient, tenant: TenantKeys, item_id: str) -> d
     assert r.status_code == 200
     out: dict[str, Any] = r.json()
     return out
+
+
+async def test_shortened_items_name_handles_that_get_expands(client: httpx.AsyncClient, tenant: TenantKeys) -> None:
+    """Eight long tool facts (~600 tokens each) under a tight budget: every shortened line starts with its
+    handle, one note says how to expand, and GET …/items/{handle}?level=0 returns the whole text."""
+    facts = [
+        {
+            "type": "tool_result",
+            "content": f"Review {i} of the orders replica lag, finding {i}: " + "the replica fell behind. " * 120,
+            "source": "tool",
+        }
+        for i in range(8)
+    ]
+    written = await seed(client, tenant, facts)
+    by_id = {w["id"]: w for w in written}
+    full = (await window(client, tenant, input="What did the replica lag reviews find?", max_tokens=100_000)).json()
+    assert full["mode"] == "full" and "expand(id)" not in full["text"]
+    r = await window(client, tenant, input="What did the replica lag reviews find?", max_tokens=800)
+    assert r.status_code == 200, r.text
+    out = r.json()
+    assert out["tokens"]["used"] <= 800
+    placed = {p["id"]: p["level"] for s in out["sections"] for p in s["items"]}
+    shortened = [i for i in by_id if placed.get(i, 0) > 0]
+    assert shortened and out["text"].count("expand(id)") == 1
+    for iid in shortened:
+        line = next(ln for ln in out["text"].splitlines() if f"[{iid[-8:]}]" in ln)
+        assert line.startswith(f"- [{iid[-8:]}] ")
+        got = await client.get(f"{ITEMS}/{iid[-8:]}", params={"level": 0}, headers=tenant.agent)
+        assert got.status_code == 200 and got.json()["at_level"]["text"] == by_id[iid]["content"]

@@ -386,7 +386,9 @@ async def test_rows_from_before_levels_give_the_same_window(
     assert before.status_code == after.status_code == 200
     w = before.json()
     assert any(p["reason"].startswith("recalled") for s in w["sections"] for p in s["items"])
-    assert any(p["level"] > 0 for s in w["sections"] for p in s["items"])  # levels were used
+    # Something gave way, so the levels (their texts, tokens and hulls) were weighed; at this size (~100 tokens)
+    # a shortened line does not pay for its handle, so the items are whole or left out.
+    assert w["mode"] == "compact" and w["omitted_summary"]
     assert after.content == before.content
 
 
