@@ -230,6 +230,42 @@ def cmd_migrate(args: argparse.Namespace) -> int:
     return asyncio.run(_with_db(settings, work, migrate_first=False))
 
 
+def cmd_citus_distribute(args: argparse.Namespace) -> int:
+    """Distribute the tables on the Citus coordinator the database URL names (docs/citus.md)."""
+    from service.db import citus
+
+    if args.print_sql:
+        print(citus.distribution_sql(), end="")
+        return 0
+    settings = _settings(args)
+    if settings.database.embedded:
+        print("error: needs --database-url (CTXMEM_DATABASE_URL): the Citus coordinator's database", file=sys.stderr)
+        return EXIT_USAGE
+
+    async def work(db: Any) -> int:
+        import asyncpg
+
+        from service.db.engine import plain_url
+
+        conn = await asyncpg.connect(plain_url(db.url))
+        try:
+            done = await citus.distribute(conn, dry_run=args.dry_run)
+        except citus.CitusError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return EXIT_FAILED
+        finally:
+            await conn.close()
+        for sql in done.statements:
+            print(sql)
+        for table, why in done.skipped.items():
+            print(f"-- {table} not distributed: it does not exist yet ({why}); run this command again then")
+        verb = "would run" if args.dry_run else "ran"
+        print(f"-- {verb} {len(done.statements)} statements" if done.statements else "-- nothing to do: distributed")
+        return 0
+
+    return asyncio.run(_with_db(settings, work, migrate_first=False))
+
+
 def cmd_keys_create(args: argparse.Namespace) -> int:
     from service.auth.service import create_key
     from service.clock import Clock
@@ -451,6 +487,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     mig = sub.add_parser("migrate", parents=[common], help="apply database migrations")
     mig.set_defaults(func=cmd_migrate)
+
+    citus_cmd = sub.add_parser("citus", help="run on a Citus cluster (docs/citus.md)")
+    citus_sub = citus_cmd.add_subparsers(dest="citus_command", required=True)
+    dist = citus_sub.add_parser(
+        "distribute", parents=[common], help="distribute the tables by tenant on the coordinator (idempotent)"
+    )
+    dist.add_argument("--dry-run", action="store_true", help="print what it would run, run nothing")
+    dist.add_argument("--print-sql", action="store_true", help="print the whole distribution script and exit")
+    dist.set_defaults(func=cmd_citus_distribute)
 
     keys = sub.add_parser("keys", help="manage API keys")
     keys_sub = keys.add_subparsers(dest="keys_command", required=True)
