@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from sqlalchemy import event
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 
@@ -25,6 +26,23 @@ def plain_url(url: str) -> str:
     return parsed.set(drivername="postgresql").render_as_string(hide_password=False)
 
 
+def generic_plans_sql(*, local: bool) -> str:
+    """The statement that makes prepared statements run on their generic plan (for the transaction when
+    ``local``, else for the session) — except where a Citus coordinator serves: Citus plans a statement that
+    reads more than one table (a join, a subquery, a union) only once its parameters' values are known, so
+    forcing the generic plan of such a statement fails there ("could not create distributed plan"); left to
+    PostgreSQL's own choice, the mode picks custom plans, as Citus gives those generic plans a prohibitive cost.
+    The server answers, so one statement serves both."""
+    scope = "true" if local else "false"
+    return (
+        "SELECT set_config('plan_cache_mode', CASE WHEN current_setting('citus.version', true) IS NULL "
+        f"THEN 'force_generic_plan' ELSE 'auto' END, {scope})"
+    )
+
+
+GENERIC_PLANS_SESSION = generic_plans_sql(local=False)
+
+
 # A session of a reads pool says so in its ``info``: its statements run on generic plans already and outside
 # a transaction (service/windows/repository.py's prefer_generic_plans then sends nothing).
 READS = "ctxmem_reads"
@@ -37,8 +55,9 @@ class Database:
     ``reads``: sessions of a second pool for the reads that write nothing (windows and searches,
     service/db/replicas.py's ``Reads``): autocommit — each statement its own snapshot, as in the
     READ COMMITTED transaction it replaces — on connections that run prepared statements on their generic
-    plan (``plan_cache_mode`` set when the connection is made). Such a read sends no ``BEGIN``, ``SET LOCAL``
-    or ``COMMIT``: three round trips of a window's seven. A replica's Database is made of such a pool alone."""
+    plan (``plan_cache_mode`` set when the connection is made: :func:`generic_plans_sql`). Such a read sends
+    no ``BEGIN``, ``SET LOCAL`` or ``COMMIT``: three round trips of a window's seven. A replica's Database is
+    made of such a pool alone."""
 
     url: str
     engine: AsyncEngine
@@ -57,9 +76,8 @@ def _engine(url: str, settings: Settings, *, reads: bool) -> AsyncEngine:
     server_settings = {"application_name": "ctxmem-reads" if reads else "ctxmem"}
     options: dict[str, Any] = {}
     if reads:
-        server_settings["plan_cache_mode"] = "force_generic_plan"
         options["isolation_level"] = "AUTOCOMMIT"
-    return create_async_engine(
+    engine = create_async_engine(
         async_url(url),
         pool_size=settings.database.pool_size,
         max_overflow=settings.database.max_overflow,
@@ -67,6 +85,14 @@ def _engine(url: str, settings: Settings, *, reads: bool) -> AsyncEngine:
         connect_args={"server_settings": server_settings, "timeout": settings.database.connect_timeout_seconds},
         **options,
     )
+    if reads:
+        event.listen(engine.sync_engine, "connect", _generic_plans)
+    return engine
+
+
+def _generic_plans(dbapi_connection: Any, record: Any) -> None:
+    # On the driver's connection itself, outside any transaction SQLAlchemy would begin (and roll back).
+    dbapi_connection.run_async(lambda conn: conn.execute(GENERIC_PLANS_SESSION))
 
 
 def create_database(url: str, settings: Settings, *, embedded: Any = None, reads_only: bool = False) -> Database:

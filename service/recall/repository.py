@@ -186,6 +186,10 @@ def user_postings_sql(tenant_id: str, user_id: str) -> str:
 # generic plan (made for the database's average user) found the sources in ix_context_item_conversation
 # by tenant and user, reading every conversation turn of the user to pick out the ids; OFFSET 0 keeps each
 # probe a subquery of its own (else the planner joins the ids with a read of the user's rows again).
+# Every read of context_item names the tenant parameter itself (not the source's tenant_id, equal to it):
+# so Citus sees the whole statement pinned to one tenant and sends it to that tenant's shard as it is (a
+# router plan); through the lateral join it would try to push the subqueries down one by one, and refuses
+# OFFSET in a lateral subquery over unnest.
 # With each row, what ``retrieved_items`` would check of it for a window ($8: its domains, $9-$12: its
 # scope instances): the row's version, whether it may be shown now (``usable``: in force, unexpired, in the
 # domains: ``_retrievable``) and whether it applies to the window's scopes. A window's retrieved items are
@@ -215,7 +219,7 @@ CROSS JOIN LATERAL (
     (SELECT {_NEIGHBOUR_COLUMNS},
             row_number() OVER (ORDER BY c.observed_at DESC, c.id DESC) AS d, false AS after
      FROM context_item c
-     WHERE c.tenant_id = s.tenant_id AND c.user_id = s.user_id AND c.session_id = s.session_id
+     WHERE c.tenant_id = $1 AND c.user_id = s.user_id AND c.session_id = s.session_id
        AND c.type = 'episode' AND (c.observed_at, c.id) < (s.observed_at, s.id)
        AND {active_sql("c")} AND (c.expires_at IS NULL OR c.expires_at > $5)
      ORDER BY c.observed_at DESC, c.id DESC LIMIT $4)
@@ -223,7 +227,7 @@ CROSS JOIN LATERAL (
     (SELECT {_NEIGHBOUR_COLUMNS},
             row_number() OVER (ORDER BY c.observed_at, c.id) AS d, true AS after
      FROM context_item c
-     WHERE c.tenant_id = s.tenant_id AND c.user_id = s.user_id AND c.session_id = s.session_id
+     WHERE c.tenant_id = $1 AND c.user_id = s.user_id AND c.session_id = s.session_id
        AND c.type = 'episode' AND (c.observed_at, c.id) > (s.observed_at, s.id)
        AND {active_sql("c")} AND (c.expires_at IS NULL OR c.expires_at > $5)
      ORDER BY c.observed_at, c.id LIMIT $4)

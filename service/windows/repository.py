@@ -10,7 +10,7 @@ import asyncpg
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from service.caches import Memo, ProcessCaches
-from service.db.engine import READS, driver_connection
+from service.db.engine import READS, driver_connection, generic_plans_sql
 from service.db.models import SCOPED_ITEM, STANDING_ITEM
 from service.db.selection import (
     ACTIVE,
@@ -136,18 +136,19 @@ FROM (SELECT count(*) AS n, coalesce(bit_xor(version), 0) AS x
 """
 
 
-_GENERIC_PLANS = "SET LOCAL plan_cache_mode = force_generic_plan"
+_GENERIC_PLANS = generic_plans_sql(local=True)
 
 
 async def prefer_generic_plans(session: AsyncSession) -> None:
-    """For the rest of this transaction, run prepared statements on their generic plan. The window's
+    """For the rest of this transaction, run prepared statements on their generic plan (but on Citus:
+    :func:`service.db.engine.generic_plans_sql`). The window's
     statements are the same every request and served by the same indexes whatever their parameters (the
     partial indexes' predicates hold no parameter), yet PostgreSQL would plan them anew each time (custom
     plans), which costs more than executing them.
 
     The window reads on the driver connection, which SQLAlchemy has not begun a transaction on unless
     something ran through it first (the API key's lookup does): then the setting goes through SQLAlchemy,
-    which begins one (else SET LOCAL would hold for nothing), and the session's commit or rollback ends it.
+    which begins one (else a local setting would hold for nothing), and the session's commit or rollback ends it.
 
     A session of the reads pool (``Database.reads``) needs none of it: its connections run on generic plans
     from the start, outside a transaction."""

