@@ -12,7 +12,6 @@ from typing import Any
 import httpx
 import pytest
 from fastapi import FastAPI
-from sqlalchemy import text
 from sqlalchemy.dialects.postgresql.asyncpg import dialect as asyncpg_dialect
 
 from schemas.items import ItemCreate
@@ -21,6 +20,7 @@ from service.errors import BatchTooLarge, Forbidden, ItemNotFound, ServiceError,
 from service.items import repository, service
 from service.items.service import ItemQuery
 from tests.conftest import TenantKeys
+from tests.helpers import copy_with_same_handle
 from tests.service.service_context import service_context
 
 NOW = datetime(2026, 9, 1, 12, tzinfo=UTC)
@@ -294,16 +294,7 @@ async def test_get_item_by_handle_expands_a_shortened_item(
     for bad in ("abc", "not-hex-at-all", "0" * 37):
         assert (await client.get(f"/v1/users/hd/items/{bad}", headers=tenant.agent)).status_code == 422
     # A second item whose id ends alike (copied in SQL: ids are made by the service) makes the handle ambiguous.
-    # its last group ends alike and starts otherwise, so a 12-digit handle still names one item
-    twin = "0190a5c2-0000-7000-8000-" + ("1111" if iid[-12:-8] == "0000" else "0000") + handle
-    async with db.engine.begin() as conn:
-        await conn.execute(
-            text(
-                "INSERT INTO context_item SELECT (jsonb_populate_record(NULL::context_item,"
-                " to_jsonb(c) || jsonb_build_object('id', CAST(:twin AS text)))).* FROM context_item c WHERE id = :id"
-            ),
-            {"twin": twin, "id": uuid.UUID(iid)},
-        )
+    twin = await copy_with_same_handle(db, iid)
     amb = await client.get(f"/v1/users/hd/items/{handle}", params={"level": 0}, headers=tenant.agent)
     assert amb.status_code == 409 and amb.headers["content-type"].startswith("application/problem+json")
     body = amb.json()
