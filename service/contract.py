@@ -92,7 +92,12 @@ RULES: tuple[Rule, ...] = (
         ITEM_WRITES,
         r"related_ids not found for this user|corrects: no item \S+ for this user",
     ),
-    Rule("`content` holds some non-whitespace text", "items", ITEM_WRITES, r"must contain non-whitespace text"),
+    Rule(
+        "an item's `content` and an observation's `value` hold some non-whitespace text",
+        "items, observations",
+        OBSERVED,
+        r"must contain non-whitespace text",
+    ),
     Rule(
         "exactly one budget, `max_tokens` or `context_limit` (with `reserve_tokens` smaller than it); the "
         "pinned constraints must fit it (`budget-too-small`)",

@@ -6,6 +6,7 @@ import contextlib
 import socket
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -29,6 +30,21 @@ async def count_rows(db: Database, tenant_id: str, table: str, user_id: str | No
 
 async def tenant_rows(db: Database, tenant_id: str) -> dict[str, int]:
     return {t: await count_rows(db, tenant_id, t) for t in USER_TABLES}
+
+
+async def copy_with_same_handle(db: Database, item_id: str) -> str:
+    """A copy of the item whose id ends in the same 8 hex digits (its handle) and whose last group starts
+    otherwise, so a 12-digit handle still names one of the two; written in SQL, as the service makes ids."""
+    twin = "0190a5c2-0000-7000-8000-" + ("1111" if item_id[-12:-8] == "0000" else "0000") + item_id[-8:]
+    async with db.engine.begin() as conn:
+        await conn.execute(
+            text(
+                "INSERT INTO context_item SELECT (jsonb_populate_record(NULL::context_item,"
+                " to_jsonb(c) || jsonb_build_object('id', CAST(:twin AS text)))).* FROM context_item c WHERE id = :id"
+            ),
+            {"twin": twin, "id": uuid.UUID(item_id)},
+        )
+    return twin
 
 
 @contextlib.contextmanager

@@ -71,7 +71,20 @@ async def find_by_handle(
     (``ix_context_item_handle``) finds those ending in its last ``HANDLE_CHARS`` characters, and a longer
     handle is then matched whole."""
     stmt = handle_query(tenant_id=tenant_id, user_id=user_id, handle=handle, limit=limit)
-    return list((await session.execute(stmt)).scalars())
+    # Planned for its values: a generic plan (the reads pool runs nothing else, and PostgreSQL may settle on one
+    # after five runs) estimates about one row for any (tenant, user) of a table of many tenants and may then
+    # read every item of a large user through ix_context_item_window, filtering on the id's end.
+    was = (await session.execute(_CUSTOM_PLANS)).scalar_one()
+    try:
+        return list((await session.execute(stmt)).scalars())
+    finally:
+        await session.execute(_PLANS_BACK, {"mode": was})
+
+
+_CUSTOM_PLANS = text(
+    "SELECT current_setting('plan_cache_mode') AS was, set_config('plan_cache_mode', 'force_custom_plan', false)"
+)
+_PLANS_BACK = text("SELECT set_config('plan_cache_mode', :mode, false)")
 
 
 async def tombstone(

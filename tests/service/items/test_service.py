@@ -12,7 +12,6 @@ from typing import Any
 import httpx
 import pytest
 from fastapi import FastAPI
-from sqlalchemy import text
 from sqlalchemy.dialects.postgresql.asyncpg import dialect as asyncpg_dialect
 
 from schemas.items import ItemCreate
@@ -21,6 +20,7 @@ from service.errors import BatchTooLarge, Forbidden, ItemNotFound, ServiceError,
 from service.items import repository, service
 from service.items.service import ItemQuery
 from tests.conftest import TenantKeys
+from tests.helpers import copy_with_same_handle
 from tests.service.service_context import service_context
 
 NOW = datetime(2026, 9, 1, 12, tzinfo=UTC)
@@ -294,16 +294,7 @@ async def test_get_item_by_handle_expands_a_shortened_item(
     for bad in ("abc", "not-hex-at-all", "0" * 37):
         assert (await client.get(f"/v1/users/hd/items/{bad}", headers=tenant.agent)).status_code == 422
     # A second item whose id ends alike (copied in SQL: ids are made by the service) makes the handle ambiguous.
-    # its last group ends alike and starts otherwise, so a 12-digit handle still names one item
-    twin = "0190a5c2-0000-7000-8000-" + ("1111" if iid[-12:-8] == "0000" else "0000") + handle
-    async with db.engine.begin() as conn:
-        await conn.execute(
-            text(
-                "INSERT INTO context_item SELECT (jsonb_populate_record(NULL::context_item,"
-                " to_jsonb(c) || jsonb_build_object('id', CAST(:twin AS text)))).* FROM context_item c WHERE id = :id"
-            ),
-            {"twin": twin, "id": uuid.UUID(iid)},
-        )
+    twin = await copy_with_same_handle(db, iid)
     amb = await client.get(f"/v1/users/hd/items/{handle}", params={"level": 0}, headers=tenant.agent)
     assert amb.status_code == 409 and amb.headers["content-type"].startswith("application/problem+json")
     body = amb.json()
@@ -315,8 +306,9 @@ async def test_get_item_by_handle_expands_a_shortened_item(
 
 async def test_a_handle_is_found_by_its_index_not_by_reading_the_users_items(db: Database, tenant: TenantKeys) -> None:
     """GET …/items/{handle} and a search for a handle probe ix_context_item_handle (tenant, user, the id's last
-    8 characters) for a user of 20,000 items, in the plan made for the values and in the generic one a
-    prepared statement may run, for a handle of 8 characters and a longer one."""
+    8 characters) for a user of 20,000 items, for a handle of 8 characters and a longer one. The lookup is
+    planned for its values whatever the connection's plan mode (the reads pool forces generic plans, which in a
+    table of many tenants may pick another index and read all of the user's items), and the mode is given back."""
     async with db.sessionmaker() as s:
         driver = await driver_connection(s)
         await driver.execute(
@@ -344,14 +336,16 @@ async def test_a_handle_is_found_by_its_index_not_by_reading_the_users_items(db:
             compiled = stmt.compile(dialect=asyncpg_dialect())
             sql, values = str(compiled), [compiled.params[k] for k in compiled.positiontup or ()]
             bound = ", ".join("'" + str(v).replace("'", "''") + "'" for v in values)
-            plans = []
-            for mode in ("force_custom_plan", "force_generic_plan"):
-                await driver.execute(f"SET plan_cache_mode = {mode}")
-                await driver.execute(f"PREPARE by_handle AS {sql}")
-                try:
-                    plans.append("\n".join(r[0] for r in await driver.fetch(f"EXPLAIN EXECUTE by_handle({bound})")))
-                finally:
-                    await driver.execute("DEALLOCATE by_handle")
+            await driver.execute("SET plan_cache_mode = force_custom_plan")  # as find_by_handle plans it
+            await driver.execute(f"PREPARE by_handle AS {sql}")
+            try:
+                plan = "\n".join(r[0] for r in await driver.fetch(f"EXPLAIN EXECUTE by_handle({bound})"))
+            finally:
+                await driver.execute("DEALLOCATE by_handle")
             await driver.execute("RESET plan_cache_mode")
-            for plan in plans:
-                assert "ix_context_item_handle" in plan and "Seq Scan" not in plan, plan
+            assert "ix_context_item_handle" in plan and "Seq Scan" not in plan, plan
+        # The connection's own mode is back after a lookup (here the reads pool's).
+        await driver.execute("SET plan_cache_mode = force_generic_plan")
+        await repository.find_by_handle(s, tenant_id=tenant.tenant_id, user_id="many", handle=some[-8:], limit=10)
+        assert await driver.fetchval("SELECT current_setting('plan_cache_mode')") == "force_generic_plan"
+        await driver.execute("RESET plan_cache_mode")

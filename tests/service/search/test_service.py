@@ -4,17 +4,16 @@ parts and why they matched, the request's filters and budget, and clear 4xx for 
 
 from __future__ import annotations
 
-import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
-from sqlalchemy import text
 
 from schemas.search import SearchResponse
 from service.db.engine import Database
 from service.vectors.recall import VectorRecall
 from tests.conftest import TenantKeys
+from tests.helpers import copy_with_same_handle
 
 NOW = datetime.now(UTC)
 LAG = "PostgreSQL replication lag on the orders replica reached 45 seconds during the nightly batch."
@@ -174,16 +173,7 @@ async def test_a_query_that_is_a_handle_finds_its_item_first(
     assert (await client.delete(f"/v1/users/s7/items/{lunch}", headers=tenant.agent)).status_code == 200
     assert lunch not in [h["item"]["id"] for h in (await search(client, tenant, "s7", query=lunch[-8:]))["items"]]
     # A second item whose id ends alike (copied in SQL: ids are made by the service): both come first, by id.
-    # its last group ends alike and starts otherwise, so a 12-digit handle still names one item
-    twin = "0190a5c2-0000-7000-8000-" + ("1111" if lag[-12:-8] == "0000" else "0000") + handle
-    async with db.engine.begin() as conn:
-        await conn.execute(
-            text(
-                "INSERT INTO context_item SELECT (jsonb_populate_record(NULL::context_item,"
-                " to_jsonb(c) || jsonb_build_object('id', CAST(:twin AS text)))).* FROM context_item c WHERE id = :id"
-            ),
-            {"twin": twin, "id": uuid.UUID(lag)},
-        )
+    twin = await copy_with_same_handle(db, lag)
     both = (await search(client, tenant, "s7", query=handle))["items"][:2]
     assert [h["item"]["id"] for h in both] == sorted([lag, twin])
     assert all(h["why"].endswith("as 2 of the user's ids do (ask with more of the id)") for h in both), both

