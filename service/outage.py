@@ -28,6 +28,10 @@ _GONE: tuple[type[BaseException], ...] = (
     sa_exc.TimeoutError,  # no pooled connection came free in time
 )
 
+# A Citus coordinator that cannot reach the worker holding a shard answers with an internal error (XX000) that
+# names the connection, not with a class 08 one: the data of the tenants on that worker is out of reach.
+_REMOTE_GONE = ("failure on connection marked as essential", "connection to the remote node")
+
 
 def is_outage(exc: BaseException) -> bool:
     """Whether ``exc`` (or what it wraps) says the database cannot be reached, not that a query was wrong."""
@@ -39,6 +43,8 @@ def is_outage(exc: BaseException) -> bool:
         if isinstance(current, _GONE):
             return True
         if isinstance(current, asyncpg.InterfaceError) and "connection is closed" in str(current):
+            return True
+        if isinstance(current, asyncpg.PostgresError) and str(current).startswith(_REMOTE_GONE):
             return True
         if isinstance(current, FileNotFoundError) and ".s.PGSQL." in str(current):
             return True  # the unix socket of a stopped local server

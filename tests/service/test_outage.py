@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import asyncpg
 import httpx
 import psutil
 import pytest
@@ -22,6 +23,7 @@ from service.app import create_app
 from service.db import migrate
 from service.db.embedded import ensure_database, start_embedded
 from service.db.engine import Database, create_database
+from service.outage import is_outage
 from service.settings import Settings
 from service.vectors.recall import outbox_worker
 from tests.conftest import TenantKeys, make_tenant
@@ -118,3 +120,11 @@ async def test_outage_is_503_with_retry_after_one_log_line_and_recovery(
         finally:
             stop.set()
             await running
+
+
+def test_a_citus_worker_out_of_reach_is_an_outage_and_other_internal_errors_are_not() -> None:
+    """Citus says a worker cannot be reached with an internal error naming the connection (SQLSTATE XX000)."""
+    gone = asyncpg.InternalServerError("failure on connection marked as essential: 127.0.0.1:54157")
+    assert is_outage(gone)
+    assert is_outage(asyncpg.InternalServerError("connection to the remote node 10.0.0.7:5432 failed"))
+    assert not is_outage(asyncpg.InternalServerError("could not create distributed plan"))

@@ -1,0 +1,3 @@
+"""tests/service/extraction/test_extraction_api.py against the cluster."""
+
+from tests.service.extraction.test_extraction_api import *  # noqa: F403
