@@ -635,15 +635,17 @@ async def main(args: argparse.Namespace) -> int:
             for budget in budgets:
                 answered: dict[Any, dict[str, int]] = {}
                 for value in values:
-                    variant = sweep.settings(settings, value)
+                    # Its own process caches: the windows' state under one value is not another's.
+                    variant, variant_caches = sweep.settings(settings, value), ProcessCaches()
                     per: Counter[str] = Counter({c: 0 for c in conversation_of})
                     for i, (conv, q) in enumerate(questions):
                         if value == default:
                             hit = results[budget]["window"][i]["answered"]
                         else:
-                            w, _ = await window_of(conv, q, budget, variant, ProcessCaches())
-                            _, whole = whole_turns(w, q, item_of[conv.sample_id])
-                            hit = all(item_of[conv.sample_id][e] in whole for e in q.evidence)
+                            w, _ = await window_of(conv, q, budget, variant, variant_caches)
+                            ids = item_of[conv.sample_id]
+                            placed, whole = whole_turns(w, q, ids)
+                            hit = evidence_outcome(q.evidence, placed, whole, ids)["answered"]
                         per[conv.sample_id] += hit
                     answered[value] = dict(per)
                     row = " ".join(f"{c} {n:>3}" for c, n in sorted(per.items(), key=lambda x: (len(x[0]), x[0])))
